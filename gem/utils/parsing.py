@@ -87,6 +87,17 @@ def extract_last_boxed_answer(text: str) -> Optional[str]:
     """The content of the last complete ``\\boxed{...}`` in ``text``, stripped, or ``None``."""
     if not isinstance(text, str):
         return None
+    # The common case inline (an env parses every step): one plain last box, no nested braces.
+    start = text.rfind("\\boxed{")
+    if start >= 0:
+        close = text.find("}", start + 7)
+        if (
+            close >= 0
+            and text.find("{", start + 7, close) < 0
+            and text.find("\\boxed", start + 1) < 0
+            and text.find("\\fbox", start) < 0
+        ):
+            return text[start + 7 : close].strip()
     span = _last_boxed_span(text)
     return None if span is None else text[span[1] : span[2]].strip()
 

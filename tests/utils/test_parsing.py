@@ -60,3 +60,18 @@ def test_tagged_answer():
 )
 def test_parse_int(text, expected):
     assert parse_int(text) == expected
+
+
+def test_fast_path_agrees_with_the_general_scan():
+    """extract_last_boxed_answer's inline common case reads exactly what the full scan reads."""
+    import random
+
+    from gem.utils.parsing import _last_boxed_span
+
+    rng = random.Random(0)
+    pieces = ["\\boxed{", "\\boxed {", "\\fbox{", "{", "}", "a", " ", "1 2", "\\boxed", "x"]
+    for _ in range(5000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        span = _last_boxed_span(text)
+        expected = None if span is None else text[span[1] : span[2]].strip()
+        assert extract_last_boxed_answer(text) == expected, text

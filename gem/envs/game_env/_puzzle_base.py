@@ -22,6 +22,7 @@ MoveT = TypeVar("MoveT")
 
 BOARD_HEADER = "Current board:"
 MAX_ANSWER_CHARS = 100  # longer boxed answers are refused before any pattern runs on them
+PARSE_CACHE_SIZE = 4096  # distinct well-formed answers remembered per game (see PuzzleEnv._parse_cache)
 DIRECTIONS = ("up", "down", "left", "right")
 # (row, column) offsets of the four directions.
 OFFSETS = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
@@ -42,6 +43,9 @@ class PuzzleEnv(Env, abc.ABC, Generic[MoveT]):
     title = "a puzzle"
     max_turns: int = 1
     turn_count: int = 0
+    # A game whose ``_parse`` depends on the answer alone (not the board) sets this to ``{}``: parsed
+    # moves (immutable) are then remembered per class, answer -> move, up to PARSE_CACHE_SIZE.
+    _parse_cache: Optional[dict[str, Any]] = None
 
     # ------------------------------------------------------------ game hooks
     @abc.abstractmethod
@@ -98,16 +102,24 @@ class PuzzleEnv(Env, abc.ABC, Generic[MoveT]):
         return observation, {"suffix": self.get_task_suffix()}
 
     def step(self, action: str) -> StepResult:
-        self._check_step()
-        self.turn_count += 1
-        turn = self.turn_count
+        if self._needs_reset:
+            self._check_step()
+        turn = self.turn_count = self.turn_count + 1
         answer = extract_last_boxed_answer(action)
         try:
             if answer is None:
                 raise ValueError("no complete \\boxed{...} was found")
             if len(answer) > MAX_ANSWER_CHARS:
                 raise ValueError(f"the \\boxed{{}} answer is {len(answer)} characters long; a move is a few words")
-            move = self._parse(answer)
+            cache = self._parse_cache
+            if cache is None:
+                move = self._parse(answer)
+            else:
+                move = cache.get(answer)
+                if move is None:
+                    move = self._parse(answer)
+                    if len(cache) < PARSE_CACHE_SIZE:
+                        cache[answer] = move
         except ValueError as exc:
             return self._result(
                 f"At turn {turn}, your move could not be read: {exc}. Answer like {self._example()}. "
@@ -120,7 +132,7 @@ class PuzzleEnv(Env, abc.ABC, Generic[MoveT]):
             feedback, reward = self._apply(move)
         except Illegal as exc:
             feedback, reward = f"invalid move: {exc}", R.invalid_action_reward
-        board = self._board_block()
+        board = f"{BOARD_HEADER}\n{self.render()}\n"
         text = f"At turn {turn}, {feedback}\n\n{board}"
         if self._solved():
             return self._result(
@@ -134,18 +146,21 @@ class PuzzleEnv(Env, abc.ABC, Generic[MoveT]):
                 f"{text}\nGame over: no move can change the board.", reward, terminated=True,
                 info=self._info(success=False, board=board),
             )
-        if turn >= self.max_turns:
+        left = self.max_turns - turn
+        if left <= 0:
             return self._result(
                 f"{text}\nYou have reached the maximum number of turns ({self.max_turns}).",
                 reward + self._truncation_reward(),
                 truncated=True,
                 info=self._info(success=False, board=board),
             )
-        left = self.max_turns - turn
-        return self._result(
+        # The common case, built directly (no episode end to record).
+        return (
             f"{text}\n{left} turn{'s' if left != 1 else ''} left. Enter your next move.",
-            reward,
-            info=self._info(board=board),
+            float(reward),
+            False,
+            False,
+            {"suffix": f"{board}\nEnter your move."},
         )
 
     def get_task_suffix(self, board: Optional[str] = None) -> str:

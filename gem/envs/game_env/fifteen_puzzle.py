@@ -14,6 +14,7 @@ so every board can be solved in at most as many moves as the walk took, which is
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from typing import Any, Optional
@@ -50,6 +51,8 @@ class FifteenPuzzleEnv(PuzzleEnv[str]):
     ``num_rows=None`` or ``max_turns=None`` draws both per episode from GEM's -random presets.
     """
 
+    _parse_cache: dict[str, str] = {}  # a move depends on the answer alone
+
     def __init__(self, max_turns: Optional[int] = 20, num_rows: Optional[int] = 2) -> None:
         self._random_params = num_rows is None or max_turns is None
         if not self._random_params:
@@ -75,15 +78,16 @@ class FifteenPuzzleEnv(PuzzleEnv[str]):
         n = self.num_rows
         cap = min(SCRAMBLE_CAP, self.max_turns)
         length = self.rng.randint(max(1, cap // 2), cap)
-        board = goal_board(n)
+        goal = _goal(n)
+        slides = _slides(n)
+        choice = self.rng.choice
+        board = list(goal)
         gap, last = n * n - 1, None
         steps = 0
-        while steps < length or board == goal_board(n):
-            options = [d for d in DIRECTIONS if _slide_target(gap, d, n) is not None and d != last]
-            direction = self.rng.choice(options)
-            tile = _slide_target(gap, direction, n)
-            board[gap], board[tile] = board[tile], GAP  # type: ignore[index]
-            gap, steps, last = tile, steps + 1, _OPPOSITE[direction]  # type: ignore[assignment]
+        while steps < length or board == goal:
+            direction, tile = choice([option for option in slides[gap] if option[0] != last])
+            board[gap], board[tile] = board[tile], GAP
+            gap, steps, last = tile, steps + 1, _OPPOSITE[direction]
         self.board, self.scramble_moves = board, steps
 
     def _rules(self) -> str:
@@ -107,7 +111,7 @@ class FifteenPuzzleEnv(PuzzleEnv[str]):
 
     def _apply(self, move: str) -> tuple[str, float]:
         gap = self.board.index(GAP)
-        tile = _slide_target(gap, move, self.num_rows)
+        tile = _targets(self.num_rows)[gap].get(move)
         if tile is None:
             raise Illegal(f"there is no tile to slide {move}: the empty cell is on that edge of the board.")
         value = self.board[tile]
@@ -115,16 +119,14 @@ class FifteenPuzzleEnv(PuzzleEnv[str]):
         return f"you slid tile {value} {move}.", 0.0
 
     def _solved(self) -> bool:
-        return self.board == goal_board(self.num_rows)
+        return self.board == _goal(self.num_rows)
 
     def _truncation_reward(self) -> float:
-        goal = goal_board(self.num_rows)
+        goal = _goal(self.num_rows)
         return sum(a == b for a, b in zip(self.board, goal)) / len(goal)
 
     def render(self) -> str:
-        n = self.num_rows
-        cells = ["__" if v == GAP else f"{v:2d}" for v in self.board]
-        return "\n".join(" ".join(cells[r * n : (r + 1) * n]) for r in range(n))
+        return _layout(self.num_rows).format(*[_CELLS[v] for v in self.board])
 
     # ---------------------------------------------------------- agents
     def sample_random_action(self) -> str:
@@ -137,17 +139,50 @@ class FifteenPuzzleEnv(PuzzleEnv[str]):
 _OPPOSITE = {"up": "down", "down": "up", "left": "right", "right": "left"}
 
 
+_CELLS = ["__"] + [f"{v:2d}" for v in range(1, MAX_ROWS * MAX_ROWS)]  # a tile as the board shows it
+
+
 def goal_board(n: int) -> list[int]:
     """The solved board, row by row, 0 for the gap."""
     return list(range(1, n * n)) + [GAP]
 
 
+@functools.lru_cache(maxsize=None)
+def _layout(n: int) -> str:
+    """The board's format string: ``n`` rows of ``n`` space-separated cells."""
+    return "\n".join([" ".join(["{}"] * n)] * n)
+
+
+@functools.lru_cache(maxsize=None)
+def _goal(n: int) -> list[int]:
+    """``goal_board(n)``, shared: only ever compared, never changed."""
+    return goal_board(n)
+
+
+@functools.lru_cache(maxsize=None)
+def _slides(n: int) -> tuple[tuple[tuple[str, int], ...], ...]:
+    """Per gap index, the (direction, tile index) of every tile that can slide into the gap."""
+    table = []
+    for gap in range(n * n):
+        r, c = divmod(gap, n)
+        moves = []
+        for direction in DIRECTIONS:
+            dr, dc = tile_offset(direction)
+            if 0 <= r + dr < n and 0 <= c + dc < n:
+                moves.append((direction, (r + dr) * n + c + dc))
+        table.append(tuple(moves))
+    return tuple(table)
+
+
+@functools.lru_cache(maxsize=None)
+def _targets(n: int) -> tuple[dict[str, int], ...]:
+    """``_slides`` as one ``{direction: tile index}`` dict per gap index."""
+    return tuple(dict(moves) for moves in _slides(n))
+
+
 def _slide_target(gap: int, direction: str, n: int) -> Optional[int]:
     """The index of the tile that ``direction`` slides into the gap, or None at the edge."""
-    dr, dc = tile_offset(direction)
-    r, c = divmod(gap, n)
-    r, c = r + dr, c + dc
-    return r * n + c if 0 <= r < n and 0 <= c < n else None
+    return _targets(n)[gap].get(direction)
 
 
 def read_board(observation: str) -> list[int]:

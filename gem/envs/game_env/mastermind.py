@@ -22,18 +22,14 @@ from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.text import preview
 from gem.utils.validation import check_int
 
-# (code_length, num_numbers, max_turns) drawn by the -random preset.
-RANDOM_CONFIGS: tuple[tuple[int, int, int], ...] = (
-    (2, 4, 10),
-    (2, 6, 10),
-    (3, 6, 15),
-    (4, 6, 20),
-    (4, 8, 30),
-)
+# (code_length, num_numbers, max_turns) drawn by the -random preset, as GEM.
+RANDOM_CONFIGS: tuple[tuple[int, int, int], ...] = ((2, 4, 10), (4, 6, 20), (4, 8, 30))
 
 _SEPARATORS = str.maketrans(",;[]()", "      ")
 _PLAIN = re.compile(r"[1-9]\d{0,2}(?: [1-9]\d{0,2})*", re.ASCII)  # the usual form, parsed on a fast path
 _NUMBER = {str(i): i for i in range(1000)}  # int() is slow for the hot path
+_PLAIN_GUESSES: dict[str, tuple[int, ...]] = {}  # "1 2 3" -> (1, 2, 3), remembered across episodes
+_PLAIN_CACHE_SIZE = 1 << 14
 
 
 def score(secret: tuple[int, ...], guess: tuple[int, ...]) -> tuple[int, int]:
@@ -95,9 +91,9 @@ class MastermindEnv(Env):
         return self._instructions(), {"suffix": self.get_task_suffix()}
 
     def step(self, action: str) -> StepResult:
-        self._check_step()
-        self.turn_count += 1
-        turn = self.turn_count
+        if self._needs_reset:
+            self._check_step()
+        turn = self.turn_count = self.turn_count + 1
         guess = self._parse(action)
         if guess is None:
             return self._result(
@@ -124,7 +120,10 @@ class MastermindEnv(Env):
             feedback = f"Turn {turn}: you guessed {shown}: {black} black peg(s), {white} white peg(s)."
             reward = R.internal_step_reward
         else:
-            feedback = f"Turn {turn}: invalid guess {preview(' '.join(map(str, guess)), 60)}: {problem}"
+            shown = self._shown if self._shown is not None else _fmt(guess)  # digits: only shorten
+            if len(shown) > 60:
+                shown = shown[:57] + "..."
+            feedback = f"Turn {turn}: invalid guess {shown}: {problem}"
             reward = R.invalid_action_reward
         if turn >= self.max_turns:
             return self._result(
@@ -133,7 +132,7 @@ class MastermindEnv(Env):
                 truncated=True,
                 info={"suffix": self.get_task_suffix(), "success": False},
             )
-        return self._result(f"{feedback}\n{self.render()}", reward, info={"suffix": self.get_task_suffix()})
+        return f"{feedback}\n{self.render()}", float(reward), False, False, {"suffix": self.get_task_suffix()}
 
     def sample_random_action(self) -> str:
         rng = self.action_rng
@@ -175,10 +174,15 @@ class MastermindEnv(Env):
         content = extract_last_boxed_answer(action)
         if not content or len(content) > 200:
             return None
-        self._shown = None
-        if _PLAIN.fullmatch(content):
+        plain = _PLAIN_GUESSES.get(content)
+        if plain is None and _PLAIN.fullmatch(content):
+            plain = tuple(map(_NUMBER.__getitem__, content.split(" ")))
+            if len(_PLAIN_GUESSES) < _PLAIN_CACHE_SIZE:
+                _PLAIN_GUESSES[content] = plain
+        if plain is not None:
             self._shown = content  # already "d d d d"
-            return tuple(map(_NUMBER.__getitem__, content.split(" ")))
+            return plain
+        self._shown = None
         tokens = content.translate(_SEPARATORS).split()
         if not tokens or not all(t.isascii() and t.isdigit() for t in tokens):
             return None

@@ -28,6 +28,7 @@ class TowerofHanoiEnv(PuzzleEnv[tuple[str, str]]):
     """
 
     title = "Tower of Hanoi"
+    _parse_cache: dict[str, tuple[str, str]] = {}  # a move depends on the answer alone
 
     def __init__(self, num_disks: Optional[int] = 3, max_turns: Optional[int] = 100) -> None:
         self._random_params = num_disks is None or max_turns is None
@@ -85,7 +86,8 @@ class TowerofHanoiEnv(PuzzleEnv[tuple[str, str]]):
         return len(self.towers["C"]) / self.num_disks
 
     def render(self) -> str:
-        return "\n".join(f"{t}: " + " ".join(map(str, self.towers[t])) for t in TOWERS)
+        towers = self.towers
+        return f"A: {_stack_text(towers['A'])}\nB: {_stack_text(towers['B'])}\nC: {_stack_text(towers['C'])}"
 
     # ---------------------------------------------------------- agents
     def sample_random_action(self) -> str:
@@ -94,6 +96,18 @@ class TowerofHanoiEnv(PuzzleEnv[tuple[str, str]]):
 
     def make_solver(self) -> Agent:
         return TowerofHanoiSolver()
+
+
+_STACKS: dict[tuple[int, ...], str] = {}  # a tower's disks -> its text; at most 2**MAX_DISKS stacks
+
+
+def _stack_text(disks: list[int]) -> str:
+    """``"3 2 1"`` for the disks of one tower, bottom to top (remembered: resets and steps are hot)."""
+    key = tuple(disks)
+    text = _STACKS.get(key)
+    if text is None:
+        text = _STACKS[key] = " ".join(map(str, key))
+    return text
 
 
 def read_towers(observation: str) -> dict[str, list[int]]:
