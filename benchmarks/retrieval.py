@@ -1,6 +1,7 @@
 """Retrieval latency and throughput on a generated 100k-document corpus, BM25 and dense.
 
     python benchmarks/retrieval.py [--docs 100000] [--queries 1000] [--clients 16] [--dense-docs 20000] [--rounds 2]
+    python benchmarks/retrieval.py --dense-index DIR   # dense over an index of the same corpus built beforehand
 
 Steps, all against the same corpus (the fictional world of ``qa:FictionalSearch``, scaled up):
 
@@ -11,7 +12,10 @@ Steps, all against the same corpus (the fictional world of ``qa:FictionalSearch`
    ``--rounds`` times (best run of each kept), plus one client alone; latency p50/p95 in ms per
    request and queries/s;
 4. dense (all-MiniLM-L6-v2 + faiss, CPU, ``--threads`` torch threads, default 1): encode ``--dense-docs`` documents (time and docs/s, with
-   the 100k extrapolation when fewer), then the same HTTP measurements over that index.
+   the 100k extrapolation when fewer), then the same HTTP measurements over that index. Encoding
+   100k documents takes about 15-30 minutes on 2 CPU cores, so the full-size dense index is built
+   once with the build command (``--write-corpus`` writes the generated corpus) and passed as
+   ``--dense-index``; its build time is read from the index's ``meta.json``.
 
 Queries are entity names, as the scripted agent sends them. Ratios are batched / unbatched.
 """
@@ -33,7 +37,7 @@ import requests
 from gem.envs.qa_search.world import World
 from gem.tools.search_engine.corpus import write_corpus
 from gem.tools.search_engine.launch import start_server_process
-from gem.tools.search_engine.retrievers import build_index
+from gem.tools.search_engine.retrievers import DOCS_FILE, build_index, read_meta
 
 SERVER = "gem.tools.search_engine.retrieval_server"
 
@@ -119,8 +123,16 @@ def main() -> None:
     parser.add_argument("--dense-docs", type=int, default=20_000, help="0 skips dense")
     parser.add_argument("--threads", type=int, default=1, help="dense: torch/faiss threads (0: library default)")
     parser.add_argument("--rounds", type=int, default=2, help="alternations of batched/unbatched servers")
+    parser.add_argument("--dense-index", type=Path, help="a dense index of this generated corpus, built beforehand")
+    parser.add_argument("--write-corpus", type=Path, help="write the generated corpus (JSONL) here and exit")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
+    if args.write_corpus:
+        write_corpus(world_for(args.docs).documents(), args.write_corpus)
+        print(f"wrote {args.docs} documents to {args.write_corpus}; build the dense index with\n"
+              f"  python -m gem.tools.search_engine.build_index --corpus_path {args.write_corpus} "
+              "--index_path DIR --backend dense")
+        return
 
     report: dict[str, object] = {"docs": args.docs}
     with tempfile.TemporaryDirectory() as tmp:
@@ -150,7 +162,25 @@ def main() -> None:
         del bm25
         report["bm25_http"] = serve_and_measure(tmp / "bm25", queries, args.clients, "BM25", args.rounds)
 
-        if args.dense_docs:
+        if args.dense_index:
+            meta = read_meta(args.dense_index)
+            with (args.dense_index / DOCS_FILE).open(encoding="utf-8") as handle:
+                indexed = [json.loads(line)["title"] for line in handle]
+            if meta.get("backend") != "dense" or indexed != [d["title"] for d in docs]:
+                sys.exit(f"{args.dense_index} is not a dense index of this corpus (--docs {args.docs}); "
+                         "write it with --write-corpus and index it with build_index --backend dense")
+            report["dense_build"] = {
+                "docs": len(indexed),
+                "build_total_s": meta["build_seconds"],
+                "docs_per_s": round(len(indexed) / meta["build_seconds"], 1),
+                "model": meta.get("model"),
+            }
+            print(f"  dense index (built beforehand): {report['dense_build']}", flush=True)
+            threads = args.threads or None
+            extra = ("--threads", str(threads)) if threads else ()
+            dense_queries = [rng.choice(indexed) for _ in range(args.queries)]
+            report["dense_http"] = serve_and_measure(args.dense_index, dense_queries, args.clients, "dense", args.rounds, extra)
+        elif args.dense_docs:
             try:
                 import faiss  # noqa: F401
                 import sentence_transformers  # noqa: F401

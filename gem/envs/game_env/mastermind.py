@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 from gem.agents.base import Agent
 from gem.core import Env, StepResult
+from gem.envs.game_env._shaping import ProgressReward
 from gem.utils.constants import LanguageGameReward as R
 from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.text import preview
@@ -47,6 +48,10 @@ class MastermindEnv(Env):
 
     ``code_length=None``/``num_numbers=None``/``max_turns=None`` draw the three from
     :data:`RANDOM_CONFIGS` per episode (the ``-random`` preset).
+
+    ``dense_reward=True`` (default, as GEM) pays each new best count of black pegs as its share of
+    the code, so a cracked code returns 1 in total; ``False`` pays only the win (see
+    :mod:`._shaping`).
     """
 
     def __init__(
@@ -55,6 +60,7 @@ class MastermindEnv(Env):
         num_numbers: Optional[int] = 6,
         duplicate_numbers: bool = False,
         max_turns: Optional[int] = 20,
+        dense_reward: bool = True,
     ) -> None:
         self._random_params = code_length is None or num_numbers is None or max_turns is None
         if not self._random_params:
@@ -63,6 +69,7 @@ class MastermindEnv(Env):
         self.num_numbers = num_numbers or 6
         self.max_turns = max_turns or 20
         self.duplicate_numbers = bool(duplicate_numbers)
+        self.shaping = ProgressReward(dense_reward)
         self.secret: tuple[int, ...] = ()
         self.turn_count = 0
         self.history: list[tuple[tuple[int, ...], int, int]] = []
@@ -83,6 +90,7 @@ class MastermindEnv(Env):
         else:
             self.secret = tuple(rng.sample(digits, self.code_length))
         self.turn_count = 0
+        self.shaping.reset()
         self.history = []
         self._lines = ["Guesses so far:"]
         self._guessed = set()
@@ -113,12 +121,12 @@ class MastermindEnv(Env):
             if black == self.code_length:
                 return self._result(
                     f"Turn {turn}: {shown} is the secret code. You cracked it in {turn} turns!",
-                    R.success_reward,
+                    self.shaping.win(),
                     terminated=True,
                     info={"suffix": self.get_task_suffix(), "success": True},
                 )
             feedback = f"Turn {turn}: you guessed {shown}: {black} black peg(s), {white} white peg(s)."
-            reward = R.internal_step_reward
+            reward = self.shaping.progress(black / self.code_length)
         else:
             shown = self._shown if self._shown is not None else _fmt(guess)  # digits: only shorten
             if len(shown) > 60:

@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 from gem.agents.base import Agent
 from gem.core import Env, StepResult
+from gem.envs.game_env._shaping import ProgressReward
 from gem.utils.constants import LanguageGameReward as R
 from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.text import preview
@@ -33,6 +34,9 @@ class MinesweeperEnv(Env):
 
     Any of the four set to ``None`` draws a square board of side 5 to 8 per episode, with side**2 // 5
     mines and side**2 turns (the ``-random`` preset).
+
+    ``dense_reward=True`` (default, as GEM) pays each reveal the share of safe cells it opened, so a
+    cleared board returns 1 in total; ``False`` pays only the win (see :mod:`._shaping`).
     """
 
     def __init__(
@@ -41,6 +45,7 @@ class MinesweeperEnv(Env):
         cols: Optional[int] = 8,
         num_mines: Optional[int] = 10,
         max_turns: Optional[int] = 20,
+        dense_reward: bool = True,
     ) -> None:
         self._random_params = rows is None or cols is None or num_mines is None or max_turns is None
         if not self._random_params:
@@ -54,6 +59,7 @@ class MinesweeperEnv(Env):
                 )  # type: ignore[operator]
         self.rows, self.cols = rows or 8, cols or 8
         self.num_mines, self.max_turns = num_mines or 10, max_turns or 20
+        self.shaping = ProgressReward(dense_reward)
         self._new_board()
 
     def _new_board(self) -> None:
@@ -66,6 +72,7 @@ class MinesweeperEnv(Env):
         self.mines_laid = False
         self.safe_left = n - self.num_mines
         self.turn_count = 0
+        self.shaping.reset()
 
     # ------------------------------------------------------------------ API
     def reset(self, seed: Optional[int] = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
@@ -78,9 +85,9 @@ class MinesweeperEnv(Env):
         return self._instructions() + "\n\n" + self.render(), {"suffix": self.get_task_suffix()}
 
     def step(self, action: str) -> StepResult:
-        self._check_step()
-        self.turn_count += 1
-        turn = self.turn_count
+        if self._needs_reset:
+            self._check_step()
+        turn = self.turn_count = self.turn_count + 1
         move = self._parse(action)
         if move is None:
             return self._result(
@@ -125,12 +132,13 @@ class MinesweeperEnv(Env):
             if self.safe_left == 0:
                 return self._result(
                     f"Turn {turn}: you revealed the last safe cell. The board is clear; you win!\n{self.render()}",
-                    R.success_reward,
+                    self.shaping.win(),
                     terminated=True,
                     info={"suffix": self.get_task_suffix(), "success": True},
                 )
             feedback = f"Turn {turn}: revealed ({row}, {col}); {opened} cell(s) opened."
-            reward = R.internal_step_reward
+            safe = self.rows * self.cols - self.num_mines
+            reward = self.shaping.progress((safe - self.safe_left) / safe)
         if turn >= self.max_turns:
             return self._result(
                 f"{feedback}\nYou have used all {self.max_turns} turns with {self.safe_left} safe cell(s) still hidden.\n"
@@ -139,7 +147,7 @@ class MinesweeperEnv(Env):
                 truncated=True,
                 info={"suffix": self.get_task_suffix(), "success": False},
             )
-        return self._result(f"{feedback}\n{self.render()}", reward, info={"suffix": self.get_task_suffix()})
+        return f"{feedback}\n{self.render()}", float(reward), False, False, {"suffix": self.get_task_suffix()}
 
     def sample_random_action(self) -> str:
         rng = self.action_rng
