@@ -272,16 +272,14 @@ CHECKS: dict[str, Callable[..., None]] = {
 }
 
 
-def check_env(env: Env, seed: int = 0, skip: Iterable[str] = ()) -> None:
-    """Run every check in :data:`CHECKS` (minus ``skip``) on ``env``.
-
-    Raises :class:`EnvCheckError` listing every failed check, each with what to fix.
-    """
-    unknown = set(skip) - set(CHECKS)
+def run_checks(checks: dict[str, Callable[..., None]], env: Any, seed: int = 0, skip: Iterable[str] = ()) -> None:
+    """Run ``checks`` (minus ``skip``) on ``env``; one :class:`EnvCheckError` lists every failure."""
+    skip = set(skip)
+    unknown = skip - set(checks)
     if unknown:
-        raise ValueError(f"Unknown checks {sorted(unknown)}; valid: {', '.join(CHECKS)}.")
+        raise ValueError(f"Unknown checks {sorted(unknown)}; valid: {', '.join(checks)}.")
     failures = []
-    for name, check in CHECKS.items():
+    for name, check in checks.items():
         if name in skip:
             continue
         try:
@@ -292,3 +290,11 @@ def check_env(env: Env, seed: int = 0, skip: Iterable[str] = ()) -> None:
             failures.append(f"[{name}] raised {type(exc).__name__}: {exc}")
     if failures:
         raise EnvCheckError(f"{env} failed {len(failures)} check(s):\n" + "\n".join(failures))
+
+
+def check_env(env: Env, seed: int = 0, skip: Iterable[str] = ()) -> None:
+    """Run every check in :data:`CHECKS` (minus ``skip``) on ``env``.
+
+    Raises :class:`EnvCheckError` listing every failed check, each with what to fix.
+    """
+    run_checks(CHECKS, env, seed, skip)

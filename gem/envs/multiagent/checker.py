@@ -11,7 +11,14 @@ from typing import Any, Callable, Iterable, Optional
 
 from gem.envs.multiagent.base import MultiAgentEnv
 from gem.errors import ResetNeeded
-from gem.utils.env_checker import HOSTILE_ACTIONS, TEN_MB, EnvCheckError, replay_determinism, threads_agree
+from gem.utils.env_checker import (
+    HOSTILE_ACTIONS,
+    TEN_MB,
+    EnvCheckError,
+    replay_determinism,
+    run_checks,
+    threads_agree,
+)
 
 PING = "gem-checker-ping"
 # Actions that are not text at all: a missing action, None, a number.
@@ -321,18 +328,4 @@ def check_multiagent_env(env: MultiAgentEnv, seed: int = 0, skip: Iterable[str] 
             f"check_multiagent_env takes a gem.MultiAgentEnv, got {type(env).__name__}; "
             "use gem.utils.env_checker.check_env for single-agent envs."
         )
-    unknown = set(skip) - set(CHECKS)
-    if unknown:
-        raise ValueError(f"Unknown checks {sorted(unknown)}; valid: {', '.join(CHECKS)}.")
-    failures = []
-    for name, check in CHECKS.items():
-        if name in skip:
-            continue
-        try:
-            check(env, seed=seed)
-        except EnvCheckError as exc:
-            failures.append(str(exc))
-        except Exception as exc:
-            failures.append(f"[{name}] raised {type(exc).__name__}: {exc}")
-    if failures:
-        raise EnvCheckError(f"{env} failed {len(failures)} check(s):\n" + "\n".join(failures))
+    run_checks(CHECKS, env, seed, skip)
