@@ -19,6 +19,7 @@ from typing import Any, Optional
 from gem.agents.base import Agent
 from gem.core import Env, StepResult
 from gem.envs.game_env._shaping import ProgressReward
+from gem.envs.game_env.minesweeper_solver import MinesweeperSolver, neighbours
 from gem.utils.constants import LanguageGameReward as R
 from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.text import preview
@@ -155,8 +156,6 @@ class MinesweeperEnv(Env):
         return f"\\boxed{{{command} {rng.randrange(self.rows)} {rng.randrange(self.cols)}}}"
 
     def make_solver(self) -> Agent:
-        from gem.envs.game_env.minesweeper_solver import MinesweeperSolver
-
         return MinesweeperSolver()
 
     # -------------------------------------------------------------- helpers
@@ -185,14 +184,8 @@ class MinesweeperEnv(Env):
             return None
         return found.group(1).lower(), int(found.group(2)), int(found.group(3))
 
-    def _neighbours(self, cell: int) -> list[int]:
-        r, c = divmod(cell, self.cols)
-        return [
-            rr * self.cols + cc
-            for rr in range(max(r - 1, 0), min(r + 2, self.rows))
-            for cc in range(max(c - 1, 0), min(c + 2, self.cols))
-            if rr != r or cc != c
-        ]
+    def _neighbours(self, cell: int) -> tuple[int, ...]:
+        return neighbours(cell, self.rows, self.cols)
 
     def _lay_mines(self, first: int) -> None:
         """Lay the mines away from the first revealed cell (and its neighbours when there is room)."""

@@ -8,11 +8,24 @@ ways to place the remaining mines elsewhere). It never flags: known mines are ke
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any, Optional
 
 from gem.agents.base import Agent
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def neighbours(cell: int, rows: int, cols: int) -> tuple[int, ...]:
+    """The (up to 8) cells around ``cell`` on a ``rows`` x ``cols`` board, row by row."""
+    r, c = divmod(cell, cols)
+    return tuple(
+        rr * cols + cc
+        for rr in range(max(r - 1, 0), min(r + 2, rows))
+        for cc in range(max(c - 1, 0), min(c + 2, cols))
+        if rr != r or cc != c
+    )
 
 _SIZE = re.compile(r"The board has (\d+) rows and (\d+) columns, numbered from 0, and hides (\d+) mines")
 _ROW = re.compile(r"^\s*(\d+)   (.*)$")
@@ -54,14 +67,8 @@ class MinesweeperSolver(Agent):
             cells.extend(found.group(2).split())
         return cells if len(cells) == self.rows * self.cols else None
 
-    def _neighbours(self, cell: int) -> list[int]:
-        r, c = divmod(cell, self.cols)
-        return [
-            rr * self.cols + cc
-            for rr in range(max(r - 1, 0), min(r + 2, self.rows))
-            for cc in range(max(c - 1, 0), min(c + 2, self.cols))
-            if rr != r or cc != c
-        ]
+    def _neighbours(self, cell: int) -> tuple[int, ...]:
+        return neighbours(cell, self.rows, self.cols)
 
     # --------------------------------------------------------------- thinking
     def _constraints(self, board: list[str]) -> list[tuple[frozenset[int], int]]:
