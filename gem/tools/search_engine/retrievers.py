@@ -92,13 +92,27 @@ class BM25Retriever(Retriever):
     def search(self, queries: Sequence[str], topk: int) -> list[Hits]:
         if not queries:
             return []
+        import numpy as np
+
         k = max(1, min(topk, len(self.docs)))
-        ids = self.tokenizer.tokenize(list(queries), return_as="tuple", update_vocab=False, show_progress=False)
-        indices, scores = self.model.retrieve(ids, k=k, show_progress=False, n_threads=1)
-        return [
-            [(int(i), float(s)) for i, s in zip(row_i, row_s) if s > 0.0]
-            for row_i, row_s in zip(indices.tolist(), scores.tolist())
-        ]
+        known = self.model.unique_token_ids_set
+        results: list[Hits] = []
+        # Token ids straight to bm25s's scorer: its own retrieve() turns ids back into strings on
+        # every call and selects the top k with argpartition over every document, which numpy
+        # makes ~15 ms at 100k documents when most scores tie at 0. Only matching documents are
+        # ranked here, best score first, ties by document order.
+        for query in self.tokenizer.tokenize(list(queries), return_as="ids", update_vocab=False, show_progress=False):
+            query = [token for token in query if token in known]
+            if not query:
+                results.append([])
+                continue
+            scores = self.model.get_scores_from_ids(query)
+            hits = np.flatnonzero(scores > 0)
+            if len(hits) > k:
+                hits = hits[np.argpartition(-scores[hits], k - 1)[:k]]
+            hits = hits[np.lexsort((hits, -scores[hits]))]
+            results.append([(int(i), float(scores[i])) for i in hits])
+        return results
 
     def save(self, index_dir: Path) -> None:
         target = index_dir / BM25_DIR
