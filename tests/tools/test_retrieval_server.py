@@ -74,6 +74,22 @@ def test_bm25_index_roundtrip_ranks_the_matching_document_first(corpus, tmp_path
     assert meta["backend"] == "bm25" and meta["num_docs"] == 4
 
 
+def test_bm25_ranks_only_matching_documents_best_first_ties_in_order():
+    docs = [
+        {"id": str(i), "title": title, "text": text}
+        for i, (title, text) in enumerate(
+            [("Amber", "amber river"), ("Other", "nothing shared"), ("Amber", "amber river"),
+             ("Amber Amber", "amber amber river"), ("Filler", "stone"), ("Filler", "stone")]
+        )
+    ]
+    retriever = BM25Retriever(docs)
+    hits = retriever.search(["amber", "nothing", "unknownword", ""], 10)
+    assert [i for i, _ in hits[0]] == [3, 0, 2]  # 3 scores highest; 0 and 2 tie, kept in corpus order
+    assert hits[0][0][1] > hits[0][1][1] == hits[0][2][1] > 0
+    assert [i for i, _ in hits[1]] == [1] and hits[2] == [] and hits[3] == []
+    assert [i for i, _ in retriever.search(["amber"], 2)[0]] == [3, 0]
+
+
 def test_load_retriever_names_the_fix_for_a_missing_index(tmp_path):
     with pytest.raises(FileNotFoundError, match="build_index"):
         load_retriever(tmp_path)

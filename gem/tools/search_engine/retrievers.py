@@ -108,8 +108,11 @@ class BM25Retriever(Retriever):
                 continue
             scores = self.model.get_scores_from_ids(query)
             hits = np.flatnonzero(scores > 0)
-            if len(hits) > k:
-                hits = hits[np.argpartition(-scores[hits], k - 1)[:k]]
+            if len(hits) > k:  # the k best; at the cut, tied documents in corpus order
+                values = scores[hits]
+                cut = -np.partition(-values, k - 1)[k - 1]
+                better = hits[values > cut]
+                hits = np.concatenate([better, hits[values == cut][: k - len(better)]])
             hits = hits[np.lexsort((hits, -scores[hits]))]
             results.append([(int(i), float(scores[i])) for i in hits])
         return results
