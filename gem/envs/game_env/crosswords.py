@@ -13,16 +13,14 @@ Running out of turns truncates the episode. GEM's reward per correct letter is n
 
 from __future__ import annotations
 
+import random
 import re
 from typing import Any, Optional
 
 from gem.agents.base import Agent
-from gem.core import Env, StepResult
 from gem.envs.game_env import crosswords_clues
+from gem.envs.game_env._word_base import GRID_TITLE, LetterGridEnv
 from gem.utils.constants import LanguageGameReward as R
-from gem.utils.parsing import extract_last_boxed_answer
-from gem.utils.text import preview
-from gem.utils.validation import check_int
 
 _MOVE = re.compile(r"[\s\[(]*(\d{1,3})[\s,]+(\d{1,3})[\s,:=]+([A-Za-z])[\s\])]*")
 ACROSS, DOWN = (0, 1), (1, 0)
@@ -33,12 +31,16 @@ _BANKS = {False: crosswords_clues.EASY, True: crosswords_clues.HARD}
 Placement = tuple[str, int, int, tuple[int, int]]  # (word, row, col, direction)
 
 
-class CrosswordsEnv(Env):
+class CrosswordsEnv(LetterGridEnv):
     """Complete a crossword of ``num_words`` crossing words within ``max_turns`` letters.
 
     Any of ``hardcore``/``max_turns``/``num_words`` set to ``None`` draws a basic or hardcore puzzle of
     3 or 4 words with :data:`RANDOM_SPARE_TURNS` more turns than letter cells (the ``-random`` preset).
     """
+
+    _pattern = _MOVE
+    _suffix = "Enter your next letter."
+    random_num_words = RANDOM_NUM_WORDS
 
     def __init__(
         self,
@@ -46,85 +48,15 @@ class CrosswordsEnv(Env):
         max_turns: Optional[int] = 30,
         num_words: Optional[int] = 3,
     ) -> None:
-        self._random_params = hardcore is None or max_turns is None or num_words is None
-        if not self._random_params:
-            check_int("num_words", num_words, high=8, allow_none=True)
-            check_int("max_turns", max_turns, allow_none=True)
-        self.hardcore = bool(hardcore)
-        self.max_turns = max_turns or 30
-        self.num_words = num_words or 3
+        super().__init__(hardcore, max_turns, num_words, defaults=(30, 3), max_words=8)
         self.solution: list[list[str]] = []  # letter or "." per cell
         self.board: list[list[str]] = []  # what the player sees: "_", "." or a letter
         self.placements: list[Placement] = []
         self.numbers: dict[tuple[int, int], int] = {}
         self.blanks = 0
-        self.turn_count = 0
         self._clues = ""  # the clue list as rendered (fixed for the episode)
-        self._rows: list[str] = []  # rendered grid lines, redrawn when a letter is written
 
     # ------------------------------------------------------------------ API
-    def reset(self, seed: Optional[int] = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        super().reset(seed)
-        rng = self.rng
-        if self._random_params:
-            self.hardcore = rng.random() < 0.5
-            self.num_words = rng.choice(RANDOM_NUM_WORDS)
-        self._generate()
-        if self._random_params:
-            self.max_turns = self.blanks + RANDOM_SPARE_TURNS
-        self.turn_count = 0
-        self._clues = self._clue_text()
-        self._rows = [self._draw_row(r) for r in range(len(self.board))]
-        return self._instructions() + "\n\n" + self.render(), {"suffix": self.get_task_suffix()}
-
-    def step(self, action: str) -> StepResult:
-        self._check_step()
-        self.turn_count += 1
-        turn = self.turn_count
-        content = extract_last_boxed_answer(action)
-        found = _MOVE.fullmatch(content) if content and len(content) <= 100 else None
-        if found is None:
-            return self._result(
-                f"Turn {turn}: no valid move in '{preview(action, 60)}'. Write \\boxed{{ROW COL LETTER}}, e.g. "
-                "\\boxed{0 0 A}. The game is over.",
-                R.format_error_reward,
-                terminated=True,
-                info={"suffix": self.get_task_suffix(), "success": False},
-            )
-        row, col, letter = int(found.group(1)), int(found.group(2)), found.group(3).upper()
-        reward = R.invalid_action_reward
-        rows, cols = len(self.board), len(self.board[0])
-        if row >= rows or col >= cols:
-            headline = f"Turn {turn}: ({row}, {col}) is off the grid; rows go from 0 to {rows - 1}, columns from 0 to {cols - 1}."
-        elif self.board[row][col] == ".":
-            headline = f"Turn {turn}: ({row}, {col}) is a black square; only '_' cells take letters."
-        elif self.board[row][col] != "_":
-            headline = f"Turn {turn}: ({row}, {col}) already holds {self.board[row][col]}."
-        elif self.solution[row][col] != letter:
-            headline = f"Turn {turn}: {letter} does not belong at ({row}, {col})."
-            reward = R.internal_step_reward
-        else:
-            self.board[row][col] = letter
-            self._rows[row] = self._draw_row(row)
-            self.blanks -= 1
-            reward = R.internal_step_reward
-            if self.blanks == 0:
-                return self._result(
-                    f"Turn {turn}: {letter} at ({row}, {col}) completes the crossword. Well done!\n{self._grid_text()}",
-                    R.success_reward,
-                    terminated=True,
-                    info={"suffix": self.get_task_suffix(), "success": True},
-                )
-            headline = f"Turn {turn}: {letter} is right at ({row}, {col})."
-        if turn >= self.max_turns:
-            return self._result(
-                f"{headline}\nYou have used all {self.max_turns} turns with {self.blanks} cell(s) still empty.",
-                reward,
-                truncated=True,
-                info={"suffix": self.get_task_suffix(), "success": False},
-            )
-        return self._result(f"{headline}\n{self.render()}", reward, info={"suffix": self.get_task_suffix()})
-
     def sample_random_action(self) -> str:
         rng = self.action_rng
         empty = [(r, c) for r, line in enumerate(self.board) for c, v in enumerate(line) if v == "_"]
@@ -134,10 +66,55 @@ class CrosswordsEnv(Env):
     def make_solver(self) -> Agent:
         return CrosswordsSolver()
 
-    # -------------------------------------------------------------- helpers
-    def get_task_suffix(self) -> str:
-        return "Enter your next letter."
+    # ------------------------------------------------------------ game hooks
+    def _lay_out(self, rng: random.Random) -> None:
+        self._generate()
+        if self._random_params:
+            self.max_turns = self.blanks + RANDOM_SPARE_TURNS
+        self._clues = self._clue_text()
 
+    def _grid_rows(self) -> list[list[str]]:
+        return self.board
+
+    def _play(self, found: re.Match[str], turn: int) -> tuple[str, float, bool]:
+        row, col, letter = int(found.group(1)), int(found.group(2)), found.group(3).upper()
+        board = self.board
+        rows, cols = len(board), len(board[0])
+        if row >= rows or col >= cols:
+            return (
+                f"Turn {turn}: ({row}, {col}) is off the grid; rows go from 0 to {rows - 1}, columns from 0 to {cols - 1}.",
+                R.invalid_action_reward,
+                False,
+            )
+        cell = board[row][col]
+        if cell == ".":
+            return (
+                f"Turn {turn}: ({row}, {col}) is a black square; only '_' cells take letters.",
+                R.invalid_action_reward,
+                False,
+            )
+        if cell != "_":
+            return f"Turn {turn}: ({row}, {col}) already holds {cell}.", R.invalid_action_reward, False
+        if self.solution[row][col] != letter:
+            return f"Turn {turn}: {letter} does not belong at ({row}, {col}).", R.internal_step_reward, False
+        board[row][col] = letter
+        self._rows[row] = self._draw_row(row)
+        self.blanks -= 1
+        if self.blanks == 0:
+            return (
+                f"Turn {turn}: {letter} at ({row}, {col}) completes the crossword. Well done!\n{self._grid_text()}",
+                R.success_reward,
+                True,
+            )
+        return f"Turn {turn}: {letter} is right at ({row}, {col}).", R.internal_step_reward, False
+
+    def _answer_hint(self) -> str:
+        return "Write \\boxed{ROW COL LETTER}, e.g. \\boxed{0 0 A}."
+
+    def _left_over(self) -> str:
+        return f" with {self.blanks} cell(s) still empty"
+
+    # -------------------------------------------------------------- helpers
     def render(self) -> str:
         """The grid, the clues and the turns left."""
         return (
@@ -159,8 +136,7 @@ class CrosswordsEnv(Env):
         return f"{r:>3} " + "".join(f"{v:>3}" for v in self.board[r])
 
     def _grid_text(self) -> str:
-        header = "    " + "".join(f"{c:>3}" for c in range(len(self.board[0])))
-        return "\n".join(["Grid (row, column):", header, *self._rows])
+        return "\n".join(self._grid_lines())
 
     def _generate(self) -> None:
         """Lay ``num_words`` words from the bank so that each crosses one laid before it."""
@@ -271,7 +247,7 @@ class CrosswordsSolver(Agent):
                 self.letters[int(r) + k * d[0], int(c) + k * d[1]] = ch
 
     def act(self, observation: str, info: Optional[dict[str, Any]] = None) -> str:
-        start = observation.rfind("Grid (row, column):")
+        start = observation.rfind(GRID_TITLE)
         for found in _ROW.finditer(observation, start):
             r = int(found.group(1))
             for c, mark in enumerate(found.group(2)[2::3]):

@@ -14,20 +14,17 @@ Running out of turns truncates the episode. GEM's shaping reward for revealed le
 from __future__ import annotations
 
 import math
+import random
 import re
 from typing import Any, Optional
 
 from gem.agents.base import Agent
-from gem.core import Env, StepResult
 from gem.envs.game_env import words
+from gem.envs.game_env._word_base import SecretWordEnv
 from gem.utils.constants import LanguageGameReward as R
-from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.text import preview
-from gem.utils.validation import check_int
 
-_GUESS = re.compile(r"[A-Za-z]+(?: +[A-Za-z]+)*")
 RANDOM_CONFIGS: tuple[tuple[int, int], ...] = ((3, 10), (5, 15), (7, 20))  # (word_length, max_turns)
-MIN_LENGTH, MAX_LENGTH = 3, 9
 ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
@@ -35,7 +32,7 @@ def _tier(hardcore: bool) -> words.Tier:
     return "rare" if hardcore else "common"
 
 
-class HangmanEnv(Env):
+class HangmanEnv(SecretWordEnv):
     """Find a ``word_length``-letter word within ``max_turns`` guesses.
 
     ``word_length=None`` or ``max_turns=None`` draws (3, 10), (5, 15) or (7, 20) per episode
@@ -48,55 +45,49 @@ class HangmanEnv(Env):
         hardcore: bool = False,
         max_turns: Optional[int] = 20,
     ) -> None:
-        self._random_params = word_length is None or max_turns is None
-        if not self._random_params:
-            check_int("word_length", word_length, low=MIN_LENGTH, high=MAX_LENGTH, allow_none=True)
-            check_int("max_turns", max_turns, allow_none=True)
-        self.word_length = word_length or 5
-        self.max_turns = max_turns or 20
         self.hardcore = bool(hardcore)
-        lengths = [n for n, _ in RANDOM_CONFIGS] if self._random_params else [self.word_length]
-        for n in lengths:
-            words.require_words(n, _tier(self.hardcore), minimum=10)  # fails early if the lists are missing
-        self.secret = ""
-        self.turn_count = 0
+        super().__init__(word_length, max_turns, _tier(self.hardcore), tuple(n for n, _ in RANDOM_CONFIGS))
         self.guessed_letters: list[str] = []
         self.guessed_words: list[str] = []
+        self._board = ""  # the word and letter lines as rendered, redrawn when a new letter is guessed
 
     # ------------------------------------------------------------------ API
-    def reset(self, seed: Optional[int] = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        super().reset(seed)
-        rng = self.rng
-        if self._random_params:
-            self.word_length, self.max_turns = rng.choice(RANDOM_CONFIGS)
-        self.secret = rng.choice(words.words(self.word_length, _tier(self.hardcore))).upper()
-        self.turn_count = 0
+    def sample_random_action(self) -> str:
+        rng = self.action_rng
+        if rng.random() < 0.8:
+            return "\\boxed{" + rng.choice(ALPHABET) + "}"
+        return self._random_word(rng)
+
+    def make_solver(self) -> Agent:
+        return HangmanSolver()
+
+    # ------------------------------------------------------------ game hooks
+    def _tier(self) -> words.Tier:
+        return _tier(self.hardcore)
+
+    def _draw_config(self, rng: random.Random) -> None:
+        self.word_length, self.max_turns = rng.choice(RANDOM_CONFIGS)
+
+    def _new_episode(self, rng: random.Random) -> str:
+        self._draw_secret(rng)
         self.guessed_letters = []
         self.guessed_words = []
-        return self._instructions() + "\n\n" + self.render(), {"suffix": self.get_task_suffix()}
+        self._draw_board()
+        return self._instructions() + "\n\n" + self.render()
 
-    def step(self, action: str) -> StepResult:
-        self._check_step()
-        self.turn_count += 1
-        turn = self.turn_count
-        content = extract_last_boxed_answer(action)
-        if not content or len(content) > 100 or not _GUESS.fullmatch(content):
-            return self._result(
-                f"Turn {turn}: no valid guess found in '{preview(action, 60)}'. Put one letter, e.g. \\boxed{{E}}, "
-                "or the whole word in \\boxed{}. The game is over.",
-                R.format_error_reward,
-                terminated=True,
-                info={"suffix": self.get_task_suffix(), "success": False},
-            )
-        guess = content.replace(" ", "").upper()
+    def _play(self, found: re.Match[str], turn: int) -> tuple[str, float, bool]:
+        guess = found.group().replace(" ", "").upper()
+        secret = self.secret
+        letters = self.guessed_letters
         reward = R.internal_step_reward
         if len(guess) == 1:
-            if guess in self.guessed_letters:
+            if guess in letters:
                 headline = f"Turn {turn}: you already guessed the letter {guess}."
                 reward = R.invalid_action_reward
             else:
-                self.guessed_letters.append(guess)
-                hits = self.secret.count(guess)
+                letters.append(guess)
+                self._draw_board()
+                hits = secret.count(guess)
                 headline = (
                     f"Turn {turn}: yes, {guess} appears {hits} time(s) in the word."
                     if hits
@@ -114,47 +105,30 @@ class HangmanEnv(Env):
         else:
             self.guessed_words.append(guess)
             headline = f"Turn {turn}: {guess} is not the word."
-        if guess == self.secret or all(ch in self.guessed_letters for ch in self.secret):
-            return self._result(
-                f"Turn {turn}: the word is {self.secret}. You win in {turn} turns!",
-                R.success_reward,
-                terminated=True,
-                info={"suffix": self.get_task_suffix(), "success": True},
-            )
-        if turn >= self.max_turns:
-            return self._result(
-                f"{headline}\nYou have used all {self.max_turns} turns; the word was {self.secret}.",
-                reward,
-                truncated=True,
-                info={"suffix": self.get_task_suffix(), "success": False},
-            )
-        return self._result(f"{headline}\n{self.render()}", reward, info={"suffix": self.get_task_suffix()})
+        if guess == secret or set(secret).issubset(letters):
+            return f"Turn {turn}: the word is {secret}. You win in {turn} turns!", R.success_reward, True
+        return headline, reward, False
 
-    def sample_random_action(self) -> str:
-        rng = self.action_rng
-        if rng.random() < 0.8:
-            return "\\boxed{" + rng.choice(ALPHABET) + "}"
-        return "\\boxed{" + rng.choice(words.words(self.word_length, _tier(self.hardcore))).upper() + "}"
-
-    def make_solver(self) -> Agent:
-        return HangmanSolver()
+    def _answer_hint(self) -> str:
+        return "Put one letter, e.g. \\boxed{E}, or the whole word in \\boxed{}."
 
     # -------------------------------------------------------------- helpers
-    def get_task_suffix(self) -> str:
-        return "Enter your next guess."
-
     def pattern(self) -> str:
         """The word with unguessed letters as '_' (letters separated by spaces)."""
-        return " ".join(ch if ch in self.guessed_letters else "_" for ch in self.secret)
+        letters = self.guessed_letters
+        return " ".join([ch if ch in letters else "_" for ch in self.secret])
 
     def render(self) -> str:
         """The word so far, the letters tried and the turns left."""
-        wrong = [ch for ch in self.guessed_letters if ch not in self.secret]
-        return (
+        return f"{self._board}Turns left: {self.max_turns - self.turn_count}."
+
+    def _draw_board(self) -> None:
+        letters = sorted(self.guessed_letters)
+        wrong = [ch for ch in letters if ch not in self.secret]
+        self._board = (
             f"Word: {self.pattern()}\n"
-            f"Letters guessed: {' '.join(sorted(self.guessed_letters)) or '(none)'}\n"
-            f"Letters not in the word: {' '.join(sorted(wrong)) or '(none)'}\n"
-            f"Turns left: {self.max_turns - self.turn_count}."
+            f"Letters guessed: {' '.join(letters) or '(none)'}\n"
+            f"Letters not in the word: {' '.join(wrong) or '(none)'}\n"
         )
 
     def _instructions(self) -> str:
@@ -165,7 +139,7 @@ class HangmanEnv(Env):
             "Each turn, guess one letter or the whole word. A letter in the word is shown at every place it "
             "stands; you win when the whole word is shown or you guess the word. Every guess uses a turn.\n"
             "Write your guess inside \\boxed{}: \\boxed{E} guesses a letter, \\boxed{"
-            + words.words(self.word_length, "common")[0].upper()
+            + self._example_word()
             + "} a whole word. Only the last \\boxed{} in your reply counts. A letter or word you guessed "
             "before, or a word of the wrong length, wastes the turn; a reply without a boxed guess ends the game.\n"
             "Unguessed letters are shown as '_'."

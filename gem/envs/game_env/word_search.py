@@ -14,17 +14,15 @@ is not given.
 
 from __future__ import annotations
 
+import random
 import re
 import string
 from typing import Any, Optional
 
 from gem.agents.base import Agent
-from gem.core import Env, StepResult
 from gem.envs.game_env import words
+from gem.envs.game_env._word_base import GRID_TITLE, LetterGridEnv
 from gem.utils.constants import LanguageGameReward as R
-from gem.utils.parsing import extract_last_boxed_answer
-from gem.utils.text import preview
-from gem.utils.validation import check_int
 
 _NUMBERS = re.compile(
     r"[\s,;()\[\]]*(\d{1,3})[\s,;()\[\]]+(\d{1,3})[\s,;()\[\]]+(\d{1,3})[\s,;()\[\]]+(\d{1,3})[\s,;()\[\]]*"
@@ -37,12 +35,17 @@ HARDCORE = (5, 8, "rare", 11)
 RANDOM_NUM_WORDS = (4, 5, 6)
 
 
-class WordSearchEnv(Env):
+class WordSearchEnv(LetterGridEnv):
     """Find ``num_words`` hidden words within ``max_turns`` turns.
 
     Any of ``hardcore``/``max_turns``/``num_words`` set to ``None`` draws a basic or hardcore puzzle of
     4 to 6 words with twice as many turns as words, plus 4, per episode (the ``-random`` preset).
     """
+
+    _pattern = _NUMBERS
+    _noun = "find"
+    _suffix = "Enter your next find."
+    random_num_words = RANDOM_NUM_WORDS
 
     def __init__(
         self,
@@ -50,13 +53,7 @@ class WordSearchEnv(Env):
         max_turns: Optional[int] = 20,
         num_words: Optional[int] = 5,
     ) -> None:
-        self._random_params = hardcore is None or max_turns is None or num_words is None
-        if not self._random_params:
-            check_int("num_words", num_words, high=20, allow_none=True)
-            check_int("max_turns", max_turns, allow_none=True)
-        self.hardcore = bool(hardcore)
-        self.max_turns = max_turns or 20
-        self.num_words = num_words or 5
+        super().__init__(hardcore, max_turns, num_words, defaults=(20, 5), max_words=20)
         for mode in (BASIC, HARDCORE):
             words.words_between(mode[0], mode[1], mode[2])  # fails early if the word lists are missing
         self.grid: list[str] = []
@@ -65,85 +62,8 @@ class WordSearchEnv(Env):
         self.found: list[str] = []
         self.highlight: set[tuple[int, int]] = set()
         self.tried: set[tuple[int, int, int, int]] = set()
-        self.turn_count = 0
-        self._rows: list[str] = []  # rendered grid lines, redrawn only when a word is found
 
     # ------------------------------------------------------------------ API
-    def reset(self, seed: Optional[int] = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        super().reset(seed)
-        rng = self.rng
-        if self._random_params:
-            self.hardcore = rng.random() < 0.5
-            self.num_words = rng.choice(RANDOM_NUM_WORDS)
-            self.max_turns = 2 * self.num_words + 4
-        self._generate()
-        self.found = []
-        self.highlight = set()
-        self.tried = set()
-        self.turn_count = 0
-        self._rows = [self._draw_row(r) for r in range(self.size)]
-        return self._instructions() + "\n\n" + self.render(), {"suffix": self.get_task_suffix()}
-
-    def step(self, action: str) -> StepResult:
-        self._check_step()
-        self.turn_count += 1
-        turn = self.turn_count
-        content = extract_last_boxed_answer(action)
-        found = _NUMBERS.fullmatch(content) if content and len(content) <= 100 else None
-        if found is None:
-            return self._result(
-                f"Turn {turn}: no valid find in '{preview(action, 60)}'. Write \\boxed{{START_ROW START_COL END_ROW "
-                "END_COL}, e.g. \\boxed{0 0 0 3}. The game is over.",
-                R.format_error_reward,
-                terminated=True,
-                info={"suffix": self.get_task_suffix(), "success": False},
-            )
-        r1, c1, r2, c2 = (int(g) for g in found.groups())
-        line = f"({r1}, {c1}) to ({r2}, {c2})"
-        reward = R.invalid_action_reward
-        step = self._direction(r1, c1, r2, c2)
-        if max(r1, c1, r2, c2) >= self.size:
-            headline = f"Turn {turn}: {line} leaves the grid; rows and columns go from 0 to {self.size - 1}."
-        elif step is None:
-            allowed = (
-                "a straight line across, down or diagonal"
-                if self.hardcore
-                else "a straight line across or down"
-            )
-            headline = f"Turn {turn}: {line} is not {allowed}."
-        elif (r1, c1, r2, c2) in self.tried or (r2, c2, r1, c1) in self.tried:
-            headline = f"Turn {turn}: you already tried {line}."
-        else:
-            self.tried.add((r1, c1, r2, c2))
-            reward = R.internal_step_reward
-            cells = [(r1 + k * step[0], c1 + k * step[1]) for k in range(max(abs(r2 - r1), abs(c2 - c1)) + 1)]
-            text = "".join(self.grid[r][c] for r, c in cells)
-            word = next((w for w in (text, text[::-1]) if w in self.targets and w not in self.found), None)
-            if word is None:
-                headline = f"Turn {turn}: {line} reads {text}, which is not a word left to find."
-            else:
-                self.found.append(word)
-                self.highlight.update(cells)
-                for r in {r for r, _ in cells}:
-                    self._rows[r] = self._draw_row(r)
-                if len(self.found) == len(self.targets):
-                    return self._result(
-                        f"Turn {turn}: found {word}. You found all {len(self.targets)} words!\n{self.render()}",
-                        R.success_reward,
-                        terminated=True,
-                        info={"suffix": self.get_task_suffix(), "success": True},
-                    )
-                headline = f"Turn {turn}: found {word} at {line}."
-        if turn >= self.max_turns:
-            return self._result(
-                f"{headline}\nYou have used all {self.max_turns} turns; you found {len(self.found)} of "
-                f"{len(self.targets)} words.",
-                reward,
-                truncated=True,
-                info={"suffix": self.get_task_suffix(), "success": False},
-            )
-        return self._result(f"{headline}\n{self.render()}", reward, info={"suffix": self.get_task_suffix()})
-
     def sample_random_action(self) -> str:
         rng = self.action_rng
         r, c = rng.randrange(self.size), rng.randrange(self.size)
@@ -156,13 +76,70 @@ class WordSearchEnv(Env):
     def make_solver(self) -> Agent:
         return WordSearchSolver()
 
-    # -------------------------------------------------------------- helpers
-    def get_task_suffix(self) -> str:
-        return "Enter your next find."
+    # ------------------------------------------------------------ game hooks
+    def _lay_out(self, rng: random.Random) -> None:
+        if self._random_params:
+            self.max_turns = 2 * self.num_words + 4
+        self._generate()
+        self.found = []
+        self.highlight = set()
+        self.tried = set()
 
+    def _grid_rows(self) -> list[str]:
+        return self.grid
+
+    def _play(self, found: re.Match[str], turn: int) -> tuple[str, float, bool]:
+        r1, c1, r2, c2 = map(int, found.groups())
+        line = f"({r1}, {c1}) to ({r2}, {c2})"
+        step = self._direction(r1, c1, r2, c2)
+        if max(r1, c1, r2, c2) >= self.size:
+            return (
+                f"Turn {turn}: {line} leaves the grid; rows and columns go from 0 to {self.size - 1}.",
+                R.invalid_action_reward,
+                False,
+            )
+        if step is None:
+            allowed = (
+                "a straight line across, down or diagonal"
+                if self.hardcore
+                else "a straight line across or down"
+            )
+            return f"Turn {turn}: {line} is not {allowed}.", R.invalid_action_reward, False
+        if (r1, c1, r2, c2) in self.tried or (r2, c2, r1, c1) in self.tried:
+            return f"Turn {turn}: you already tried {line}.", R.invalid_action_reward, False
+        self.tried.add((r1, c1, r2, c2))
+        cells = [(r1 + k * step[0], c1 + k * step[1]) for k in range(max(abs(r2 - r1), abs(c2 - c1)) + 1)]
+        grid = self.grid
+        text = "".join([grid[r][c] for r, c in cells])
+        word = next((w for w in (text, text[::-1]) if w in self.targets and w not in self.found), None)
+        if word is None:
+            return (
+                f"Turn {turn}: {line} reads {text}, which is not a word left to find.",
+                R.internal_step_reward,
+                False,
+            )
+        self.found.append(word)
+        self.highlight.update(cells)
+        for r in {r for r, _ in cells}:
+            self._rows[r] = self._draw_row(r)
+        if len(self.found) == len(self.targets):
+            return (
+                f"Turn {turn}: found {word}. You found all {len(self.targets)} words!\n{self.render()}",
+                R.success_reward,
+                True,
+            )
+        return f"Turn {turn}: found {word} at {line}.", R.internal_step_reward, False
+
+    def _answer_hint(self) -> str:
+        return "Write \\boxed{START_ROW START_COL END_ROW END_COL}, e.g. \\boxed{0 0 0 3}."
+
+    def _left_over(self) -> str:
+        return f"; you found {len(self.found)} of {len(self.targets)} words"
+
+    # -------------------------------------------------------------- helpers
     def render(self) -> str:
         """The grid (found letters in brackets), the word list and the turns left."""
-        lines = ["Grid (row, column):", "    " + "".join(f"{c:>3}" for c in range(self.size)), *self._rows]
+        lines = self._grid_lines()
         listed = [f"{w} (found)" if w in self.found else w for w in self.targets]
         lines.append("Words to find: " + ", ".join(listed))
         lines.append(
@@ -270,7 +247,7 @@ class WordSearchSolver(Agent):
         self.directions = ALL_DIRECTIONS if "any of the eight directions" in observation else BASIC_DIRECTIONS
 
     def act(self, observation: str, info: Optional[dict[str, Any]] = None) -> str:
-        start = observation.rfind("Grid (row, column):")
+        start = observation.rfind(GRID_TITLE)
         grid = [
             m.group(2)[1::3] for m in (_ROW.match(line) for line in observation[start:].splitlines()) if m
         ]

@@ -14,20 +14,17 @@ truncates the episode. GEM's shaping reward for new green letters is not given.
 from __future__ import annotations
 
 import functools
+import random
 import re
 from typing import Any, Optional
 
 from gem.agents.base import Agent
-from gem.core import Env, StepResult
 from gem.envs.game_env import words
+from gem.envs.game_env._word_base import SecretWordEnv
 from gem.utils.constants import LanguageGameReward as R
-from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.text import preview
-from gem.utils.validation import check_int
 
-_GUESS = re.compile(r"[A-Za-z]+(?: +[A-Za-z]+)*")
 RANDOM_LENGTHS = (3, 4, 5)  # -random: this many letters and 5 turns per letter
-MIN_LENGTH, MAX_LENGTH = 3, 9
 
 
 def feedback(secret: str, guess: str) -> str:
@@ -48,7 +45,7 @@ def feedback(secret: str, guess: str) -> str:
     return "".join(marks)
 
 
-class WordleEnv(Env):
+class WordleEnv(SecretWordEnv):
     """Guess a ``word_length``-letter word within ``max_turns`` guesses.
 
     ``word_length=None`` or ``max_turns=None`` draws 3 to 5 letters and 5 turns per letter per episode
@@ -61,108 +58,91 @@ class WordleEnv(Env):
         only_real_words: bool = True,
         max_turns: Optional[int] = 20,
     ) -> None:
-        self._random_params = word_length is None or max_turns is None
-        if not self._random_params:
-            check_int("word_length", word_length, low=MIN_LENGTH, high=MAX_LENGTH, allow_none=True)
-            check_int("max_turns", max_turns, allow_none=True)
-        self.word_length = word_length or 5
-        self.max_turns = max_turns or 20
+        super().__init__(word_length, max_turns, "common", RANDOM_LENGTHS)
         self.only_real_words = bool(only_real_words)
-        for n in RANDOM_LENGTHS if self._random_params else (self.word_length,):
-            words.require_words(n, "common", minimum=10)  # fails early if the word lists are missing
-        self.secret = ""
-        self.turn_count = 0
         self.history: list[tuple[str, str]] = []
+        self._guessed: set[str] = set()  # the guesses of the history, for the repeat check
         self._lines: list[str] = []  # the history as rendered
+        self._board = ""  # the history and the absent letters as rendered, redrawn after each guess
         self._present: set[str] = set()
         self._absent: set[str] = set()
 
     # ------------------------------------------------------------------ API
-    def reset(self, seed: Optional[int] = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        super().reset(seed)
-        rng = self.rng
-        if self._random_params:
-            self.word_length = rng.choice(RANDOM_LENGTHS)
-            self.max_turns = 5 * self.word_length
-        self.secret = rng.choice(words.words(self.word_length, "common")).upper()
-        self.turn_count = 0
-        self.history = []
-        self._lines = ["Guesses so far:"]
-        self._present, self._absent = set(), set()
-        return self._instructions(), {"suffix": self.get_task_suffix()}
-
-    def step(self, action: str) -> StepResult:
-        self._check_step()
-        self.turn_count += 1
-        turn = self.turn_count
-        content = extract_last_boxed_answer(action)
-        if not content or len(content) > 100 or not _GUESS.fullmatch(content):
-            return self._result(
-                f"Turn {turn}: no valid guess found in '{preview(action, 60)}'. Put one {self.word_length}-letter "
-                f"word (letters only) in \\boxed{{}}, e.g. {self._example()}. The game is over.",
-                R.format_error_reward,
-                terminated=True,
-                info={"suffix": self.get_task_suffix(), "success": False},
-            )
-        guess = content.replace(" ", "").upper()
-        problem = self._problem(guess)
-        if problem is None:
-            marks = feedback(self.secret, guess)
-            self.history.append((guess, marks))
-            self._lines.append(f"  {len(self.history):2}. {' '.join(guess)}\n      {' '.join(marks)}")
-            for g, m in zip(guess, marks):
-                (self._absent if m == "X" else self._present).add(g)
-            if guess == self.secret:
-                return self._result(
-                    f"Turn {turn}: {guess} is the secret word. You solved it in {turn} turns!",
-                    R.success_reward,
-                    terminated=True,
-                    info={"suffix": self.get_task_suffix(), "success": True},
-                )
-            headline = f"Turn {turn}: you guessed {guess}; feedback {' '.join(marks)}."
-            reward = R.internal_step_reward
-        else:
-            headline = f"Turn {turn}: invalid guess {preview(guess, 40)}: {problem}"
-            reward = R.invalid_action_reward
-        if turn >= self.max_turns:
-            return self._result(
-                f"{headline}\nYou have used all {self.max_turns} turns; the word was {self.secret}.",
-                reward,
-                truncated=True,
-                info={"suffix": self.get_task_suffix(), "success": False},
-            )
-        return self._result(f"{headline}\n{self.render()}", reward, info={"suffix": self.get_task_suffix()})
-
     def sample_random_action(self) -> str:
-        return "\\boxed{" + self.action_rng.choice(words.words(self.word_length, "common")).upper() + "}"
+        return self._random_word(self.action_rng)
 
     def make_solver(self) -> Agent:
         return WordleSolver()
 
-    # -------------------------------------------------------------- helpers
-    def get_task_suffix(self) -> str:
-        return "Enter your next guess."
+    # ------------------------------------------------------------ game hooks
+    def _draw_config(self, rng: random.Random) -> None:
+        self.word_length = rng.choice(RANDOM_LENGTHS)
+        self.max_turns = 5 * self.word_length
 
+    def _new_episode(self, rng: random.Random) -> str:
+        self._draw_secret(rng)
+        self.history = []
+        self._guessed = set()
+        self._lines = ["Guesses so far:"]
+        self._present, self._absent = set(), set()
+        self._draw_board()
+        return self._instructions()
+
+    def _play(self, found: re.Match[str], turn: int) -> tuple[str, float, bool]:
+        guess = found.group().replace(" ", "").upper()
+        problem = self._problem(guess)
+        if problem is not None:
+            return (
+                f"Turn {turn}: invalid guess {preview(guess, 40)}: {problem}",
+                R.invalid_action_reward,
+                False,
+            )
+        marks = feedback(self.secret, guess)
+        shown = " ".join(marks)
+        self.history.append((guess, marks))
+        self._guessed.add(guess)
+        self._lines.append(f"  {len(self.history):2}. {' '.join(guess)}\n      {shown}")
+        absent, present = self._absent, self._present
+        for g, m in zip(guess, marks):
+            (absent if m == "X" else present).add(g)
+        if guess == self.secret:
+            return (
+                f"Turn {turn}: {guess} is the secret word. You solved it in {turn} turns!",
+                R.success_reward,
+                True,
+            )
+        self._draw_board()
+        return f"Turn {turn}: you guessed {guess}; feedback {shown}.", R.internal_step_reward, False
+
+    def _answer_hint(self) -> str:
+        return (
+            f"Put one {self.word_length}-letter word (letters only) in \\boxed{{}}, e.g. {self._example()}."
+        )
+
+    # -------------------------------------------------------------- helpers
     def render(self) -> str:
         """Every guess with its marks, the letters known to be absent, and the turns left."""
+        return f"{self._board}Turns left: {self.max_turns - self.turn_count}."
+
+    def _draw_board(self) -> None:
         lines = list(self._lines)
         absent = sorted(self._absent - self._present)
         if absent:
             lines.append("Letters not in the word: " + " ".join(absent))
-        lines.append(f"Turns left: {self.max_turns - self.turn_count}.")
-        return "\n".join(lines)
+        lines.append("")
+        self._board = "\n".join(lines)
 
     def _problem(self, guess: str) -> Optional[str]:
         if len(guess) != self.word_length:
             return f"it has {len(guess)} letters but the secret word has {self.word_length}."
         if self.only_real_words and not words.is_word(guess):
             return "it is not in the word list; guess an English word."
-        if any(guess == g for g, _ in self.history):  # at most max_turns entries
+        if guess in self._guessed:
             return "you guessed this word before."
         return None
 
     def _example(self) -> str:
-        return "\\boxed{" + words.words(self.word_length, "common")[0].upper() + "}"
+        return "\\boxed{" + self._example_word() + "}"
 
     def _instructions(self) -> str:
         return (

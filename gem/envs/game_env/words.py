@@ -107,7 +107,8 @@ def words_between(min_length: int, max_length: int, tier: Tier = "common") -> tu
 
 def is_word(word: str) -> bool:
     """Whether ``word`` (any case) is in the guess dictionary."""
-    _load()
+    if not _dictionary:  # loaded once; later calls skip the lock
+        _load()
     return word.lower() in _dictionary
 
 

@@ -3,9 +3,9 @@ import re
 import pytest
 
 import gem
-from gem.agents import SolverAgent, run_episode
 from gem.envs.game_env import crosswords_clues
 from gem.envs.game_env.crosswords import ACROSS, CrosswordsEnv
+from tests.envs.game_env import _word_helpers as check
 
 
 def _cells(env):
@@ -48,10 +48,10 @@ def test_letters_fill_the_grid_and_complete_it():
     env.reset(seed=3)
     (r, c, ch), *rest = _cells(env)
     wrong = "Z" if ch != "Z" else "Q"
-    obs, reward, terminated, _, _ = env.step(f"\\boxed{{{r} {c} {wrong}}}")
-    assert reward == 0.0 and not terminated and "does not belong" in obs and env.board[r][c] == "_"
-    obs, reward, terminated, _, _ = env.step(f"\\boxed{{{r} {c} {ch.lower()}}}")
-    assert reward == 0.0 and not terminated and "is right" in obs and env.board[r][c] == ch
+    check.assert_goes_on(env, f"\\boxed{{{r} {c} {wrong}}}", "does not belong")
+    assert env.board[r][c] == "_"
+    check.assert_goes_on(env, f"\\boxed{{{r} {c} {ch.lower()}}}", "is right")
+    assert env.board[r][c] == ch
     for r, c, ch in rest:
         obs, reward, terminated, truncated, info = env.step(f"\\boxed{{{r} {c} {ch}}}")
     assert reward == 1.0 and terminated and not truncated and info["success"] is True
@@ -61,54 +61,43 @@ def test_invalid_moves_cost_a_turn_and_say_why():
     env = gem.make("game:Crosswords-v0-easy")
     env.reset(seed=0)
     r, c, ch = _cells(env)[0]
-    obs, reward, terminated, _, _ = env.step("\\boxed{40 0 A}")
-    assert "off the grid" in obs and reward == 0.0 and not terminated
+    check.assert_goes_on(env, "\\boxed{40 0 A}", "off the grid")
     black = next(((y, x) for y, line in enumerate(env.board) for x, v in enumerate(line) if v == "."), None)
     if black is not None:
-        obs, *_ = env.step(f"\\boxed{{{black[0]} {black[1]} A}}")
-        assert "black square" in obs
+        check.assert_goes_on(env, f"\\boxed{{{black[0]} {black[1]} A}}", "black square")
     env.step(f"\\boxed{{{r} {c} {ch}}}")
-    obs, reward, terminated, _, _ = env.step(f"\\boxed{{{r} {c} {ch}}}")
-    assert "already holds" in obs and reward == 0.0 and not terminated
+    check.assert_goes_on(env, f"\\boxed{{{r} {c} {ch}}}", "already holds")
 
 
 @pytest.mark.parametrize(
     "action", ["0 0 A", "\\boxed{0 0}", "\\boxed{0 0 AB}", "\\boxed{}", "\\boxed{A 0 0}"]
 )
 def test_malformed_moves_are_format_errors(action):
-    env = gem.make("game:Crosswords-v0-easy")
-    env.reset(seed=0)
-    obs, reward, terminated, truncated, info = env.step(action)
-    assert reward == -0.1 and terminated and "no valid move" in obs and info["success"] is False
+    check.assert_format_error("game:Crosswords-v0-easy", action, "no valid move")
 
 
 def test_turn_limit_truncates():
     env = CrosswordsEnv(hardcore=False, max_turns=2, num_words=3)
     env.reset(seed=0)
-    env.step("\\boxed{99 0 A}")
-    obs, reward, terminated, truncated, info = env.step("\\boxed{99 0 A}")
-    assert truncated and not terminated and info["success"] is False
+    obs = check.assert_truncates(env, ["\\boxed{99 0 A}"] * 2)
+    assert f"with {env.blanks} cell(s) still empty" in obs
 
 
 def test_random_preset_sets_turns_from_the_grid():
-    env = gem.make("game:Crosswords-v0-random")
-    seen = set()
-    for seed in range(20):
-        env.reset(seed=seed)
-        assert env.max_turns == env.blanks + 10
-        seen.add((env.hardcore, env.num_words))
-    assert len(seen) >= 3
+    seen = check.drawn(
+        "game:Crosswords-v0-random",
+        range(20),
+        lambda env: (env.hardcore, env.num_words, env.max_turns - env.blanks),
+    )
+    assert {spare for *_, spare in seen} == {10} and len(seen) >= 3
 
 
 @pytest.mark.parametrize(
     "env_id", ["game:Crosswords-v0-easy", "game:Crosswords-v0-hard", "game:Crosswords-v0-random"]
 )
 def test_solver_wins_every_seed(env_id):
-    env = gem.make(env_id)
-    agent = SolverAgent(env)
-    for seed in range(50):
-        episode = run_episode(env, agent, seed=seed)
-        assert episode.success and episode.turns == sum(1 for _ in _cells(env)), seed
+    for env, episode in check.solver_episodes(env_id):
+        assert episode.success and episode.turns == len(_cells(env)), episode.seed
 
 
 def test_clue_bank_has_unique_clues_that_hide_the_answer():
@@ -124,15 +113,9 @@ def test_state_roundtrip():
     env = gem.make("game:Crosswords-v0-hard")
     env.reset(seed=1)
     r, c, ch = _cells(env)[0]
-    state = env.get_state()
-    first = env.step(f"\\boxed{{{r} {c} {ch}}}")[:4]
-    env.set_state(state)
-    assert env.step(f"\\boxed{{{r} {c} {ch}}}")[:4] == first
+    check.assert_state_roundtrip(env, f"\\boxed{{{r} {c} {ch}}}")
     assert env.placements[0][3] == ACROSS
 
 
 def test_constructor_rejects_bad_arguments():
-    with pytest.raises(ValueError, match="num_words"):
-        CrosswordsEnv(num_words=0)
-    with pytest.raises(ValueError, match="max_turns"):
-        CrosswordsEnv(max_turns=-3)
+    check.assert_rejects(CrosswordsEnv, num_words=0, max_turns=-3)

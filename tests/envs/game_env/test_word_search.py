@@ -1,11 +1,10 @@
 import pytest
 
-pytest.importorskip("wordfreq")
-pytest.importorskip("english_words")
+import gem
+from gem.envs.game_env.word_search import WordSearchEnv
+from tests.envs.game_env import _word_helpers as check
 
-import gem  # noqa: E402
-from gem.agents import SolverAgent, run_episode  # noqa: E402
-from gem.envs.game_env.word_search import WordSearchEnv  # noqa: E402
+check.require_word_lists()
 
 
 BASIC = ((0, 1), (1, 0))
@@ -61,9 +60,8 @@ def test_finding_words_in_either_order_and_winning():
     env.reset(seed=2)
     first, *rest = env.targets
     r1, c1, r2, c2 = _where(env, first, BASIC)
-    obs, reward, terminated, _, _ = env.step(f"\\boxed{{{r2} {c2} {r1} {c1}}}")  # end first
-    assert reward == 0.0 and not terminated and f"found {first}" in obs and f"{first} (found)" in obs
-    assert f"[{first[0]}]" in obs
+    obs = check.assert_goes_on(env, f"\\boxed{{{r2} {c2} {r1} {c1}}}", f"found {first}")  # end first
+    assert f"{first} (found)" in obs and f"[{first[0]}]" in obs
     for word in rest:
         obs, reward, terminated, truncated, info = env.step("\\boxed{%d %d %d %d}" % _where(env, word, BASIC))
     assert reward == 1.0 and terminated and not truncated and info["success"] is True
@@ -80,77 +78,57 @@ def test_finding_words_in_either_order_and_winning():
 def test_invalid_finds_cost_a_turn_and_say_why(find, hint):
     env = gem.make("game:WordSearch-v0-easy")
     env.reset(seed=0)
-    obs, reward, terminated, truncated, _ = env.step(f"\\boxed{{{find}}}")
-    assert hint in obs and reward == 0.0 and not terminated and not truncated
+    check.assert_goes_on(env, f"\\boxed{{{find}}}", hint)
 
 
 def test_diagonals_are_invalid_in_basic_mode_and_misses_are_reported():
     env = gem.make("game:WordSearch-v0-easy")
     env.reset(seed=0)
-    obs, *_ = env.step("\\boxed{0 0 2 2}")
-    assert "across or down" in obs
-    obs, reward, terminated, _, _ = env.step("\\boxed{0 0 0 1}")
-    assert "not a word left to find" in obs or "found" in obs
-    obs, reward, terminated, _, _ = env.step("\\boxed{0 1 0 0}")
-    assert "already tried" in obs and not terminated
+    check.assert_goes_on(env, "\\boxed{0 0 2 2}", "across or down")
+    check.assert_goes_on(env, "\\boxed{0 0 0 1}", "which is not a word left to find")
+    check.assert_goes_on(env, "\\boxed{0 1 0 0}", "already tried")
 
 
 @pytest.mark.parametrize("action", ["0 0 0 4", "\\boxed{0 0 0}", "\\boxed{a b c d}", "\\boxed{}"])
 def test_malformed_finds_are_format_errors(action):
-    env = gem.make("game:WordSearch-v0-easy")
-    env.reset(seed=0)
-    obs, reward, terminated, truncated, info = env.step(action)
-    assert reward == -0.1 and terminated and "no valid find" in obs and info["success"] is False
+    check.assert_format_error("game:WordSearch-v0-easy", action, "no valid find")
 
 
 def test_brackets_and_commas_are_tolerated():
     env = gem.make("game:WordSearch-v0-easy")
     env.reset(seed=0)
-    obs, reward, *_ = env.step("\\boxed{[0, 0, 0, 1]}")
-    assert reward != -0.1
+    check.assert_goes_on(env, "\\boxed{[0, 0, 0, 1]}", "(0, 0) to (0, 1)")
 
 
 def test_turn_limit_truncates():
     env = WordSearchEnv(hardcore=False, max_turns=2, num_words=5)
     env.reset(seed=0)
-    env.step("\\boxed{0 0 0 1}")
-    obs, reward, terminated, truncated, info = env.step("\\boxed{1 0 1 1}")
-    assert truncated and not terminated and info["success"] is False
+    obs = check.assert_truncates(env, ["\\boxed{0 0 0 1}", "\\boxed{1 0 1 1}"])
+    assert "you found 0 of 5 words" in obs
 
 
 def test_random_preset_draws_modes():
-    env = gem.make("game:WordSearch-v0-random")
-    seen = set()
-    for seed in range(20):
-        env.reset(seed=seed)
-        assert env.max_turns == 2 * env.num_words + 4
-        seen.add((env.hardcore, env.num_words))
-    assert {h for h, _ in seen} == {False, True} and len(seen) >= 4
+    seen = check.drawn(
+        "game:WordSearch-v0-random",
+        range(20),
+        lambda env: (env.hardcore, env.num_words, env.max_turns - 2 * env.num_words),
+    )
+    assert {h for h, *_ in seen} == {False, True} and {extra for *_, extra in seen} == {4} and len(seen) >= 4
 
 
 @pytest.mark.parametrize(
     "env_id", ["game:WordSearch-v0-easy", "game:WordSearch-v0-hard", "game:WordSearch-v0-random"]
 )
 def test_solver_wins_every_seed(env_id):
-    env = gem.make(env_id)
-    agent = SolverAgent(env)
-    for seed in range(50):
-        episode = run_episode(env, agent, seed=seed)
-        assert episode.success and episode.turns == env.num_words, seed
+    for env, episode in check.solver_episodes(env_id):
+        assert episode.success and episode.turns == env.num_words, episode.seed
 
 
 def test_state_roundtrip():
     env = gem.make("game:WordSearch-v0-hard")
     env.reset(seed=1)
-    state = env.get_state()
-    find = "\\boxed{%d %d %d %d}" % _where(env, env.targets[0])
-    first = env.step(find)[:4]
-    env.set_state(state)
-    assert env.step(find)[:4] == first
+    check.assert_state_roundtrip(env, "\\boxed{%d %d %d %d}" % _where(env, env.targets[0]))
 
 
 def test_constructor_rejects_bad_arguments():
-    with pytest.raises(ValueError, match="num_words"):
-        WordSearchEnv(num_words=0)
-    with pytest.raises(ValueError, match="max_turns"):
-        WordSearchEnv(max_turns=0)
+    check.assert_rejects(WordSearchEnv, num_words=0, max_turns=0)
