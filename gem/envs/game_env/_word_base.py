@@ -18,6 +18,7 @@ from typing import Any, Optional
 from gem.core import Env, StepResult
 from gem.envs.game_env import words
 from gem.envs.game_env._puzzle_base import MAX_ANSWER_CHARS
+from gem.envs.game_env._shaping import ProgressReward
 from gem.utils.constants import LanguageGameReward as R
 from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.text import preview
@@ -30,7 +31,9 @@ class WordGameEnv(Env, abc.ABC):
     """An episode of a turn-limited word game played through ``\\boxed{...}`` answers.
 
     Subclasses set ``_pattern`` (what a well-formed answer looks like), ``_noun`` and ``_suffix``, and
-    implement ``_new_episode``, ``_play``, ``_answer_hint``, ``_left_over`` and ``render``.
+    implement ``_new_episode``, ``_play``, ``_answer_hint``, ``_left_over`` and ``render``. ``_play``
+    pays progress through ``self.shaping`` (GEM's shaped reward, :mod:`._shaping`); the winning move
+    is paid here, the rest of the success reward.
     """
 
     _pattern: re.Pattern[str]
@@ -38,6 +41,11 @@ class WordGameEnv(Env, abc.ABC):
     _suffix = "Enter your next move."
     max_turns: int = 1
     turn_count: int = 0
+    shaping_weight = 1.0  # the share of the success reward that progress pays before a win (GEM's)
+    shaping: ProgressReward
+
+    def _init_shaping(self, dense_reward: bool) -> None:
+        self.shaping = ProgressReward(dense_reward, self.shaping_weight)
 
     # ------------------------------------------------------------ game hooks
     @abc.abstractmethod
@@ -46,7 +54,10 @@ class WordGameEnv(Env, abc.ABC):
 
     @abc.abstractmethod
     def _play(self, found: re.Match[str], turn: int) -> tuple[str, float, bool]:
-        """Play the read answer: (what happened, reward, whether the game is won)."""
+        """Play the read answer: (what happened, reward, whether the game is won).
+
+        On a win the reward is the move's progress credit only (usually 0); :meth:`step` adds the rest.
+        """
 
     @abc.abstractmethod
     def _answer_hint(self) -> str:
@@ -64,6 +75,7 @@ class WordGameEnv(Env, abc.ABC):
     def reset(self, seed: Optional[int] = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
         super().reset(seed)
         self.turn_count = 0
+        self.shaping.reset()
         return self._new_episode(self.rng), {"suffix": self._suffix}
 
     def step(self, action: str) -> StepResult:
@@ -82,8 +94,9 @@ class WordGameEnv(Env, abc.ABC):
             )
         text, reward, won = self._play(found, turn)
         if won:
+            # the move's own progress credit (if any) plus the rest of the success reward
             return self._result(
-                text, R.success_reward, terminated=True, info={"suffix": self._suffix, "success": True}
+                text, reward + self.shaping.win(), terminated=True, info={"suffix": self._suffix, "success": True}
             )
         if turn >= self.max_turns:
             return self._result(
@@ -121,7 +134,9 @@ class SecretWordEnv(WordGameEnv):
         max_turns: Optional[int],
         tier: words.Tier,
         random_lengths: tuple[int, ...],
+        dense_reward: bool = True,
     ) -> None:
+        self._init_shaping(dense_reward)
         self._random_params = word_length is None or max_turns is None
         if not self._random_params:
             check_int("word_length", word_length, low=MIN_LENGTH, high=MAX_LENGTH, allow_none=True)
@@ -175,7 +190,9 @@ class LetterGridEnv(WordGameEnv):
         num_words: Optional[int],
         defaults: tuple[int, int],
         max_words: int,
+        dense_reward: bool = True,
     ) -> None:
+        self._init_shaping(dense_reward)
         self._random_params = hardcore is None or max_turns is None or num_words is None
         if not self._random_params:
             check_int("num_words", num_words, high=max_words, allow_none=True)

@@ -6,9 +6,10 @@ letter is written into the grid; a wrong one is refused (as in GEM) and costs th
 use everyday words with plain clues (:data:`crosswords_clues.EASY`); ``hardcore`` puzzles use longer,
 rarer words with terser clues (:data:`crosswords_clues.HARD`). The clues were written for this project.
 
-Rewards: completing the grid 1; other letters, right or wrong, 0; an invalid move (off the grid, a
-black square, a filled cell) 0 and the turn is spent; no parsable move -0.1 and the episode ends.
-Running out of turns truncates the episode. GEM's reward per correct letter is not given.
+Rewards, as GEM (``dense_reward=True``, the default): each right letter pays its share of the letter
+cells (1 / cells), so a completed grid returns 1. With ``dense_reward=False`` only completing the grid
+pays (1). Wrong letters 0; an invalid move (off the grid, a black square, a filled cell) 0 and the turn
+is spent; no parsable move -0.1 and the episode ends. Running out of turns truncates the episode.
 """
 
 from __future__ import annotations
@@ -47,13 +48,15 @@ class CrosswordsEnv(LetterGridEnv):
         hardcore: Optional[bool] = False,
         max_turns: Optional[int] = 30,
         num_words: Optional[int] = 3,
+        dense_reward: bool = True,
     ) -> None:
-        super().__init__(hardcore, max_turns, num_words, defaults=(30, 3), max_words=8)
+        super().__init__(hardcore, max_turns, num_words, defaults=(30, 3), max_words=8, dense_reward=dense_reward)
         self.solution: list[list[str]] = []  # letter or "." per cell
         self.board: list[list[str]] = []  # what the player sees: "_", "." or a letter
         self.placements: list[Placement] = []
         self.numbers: dict[tuple[int, int], int] = {}
         self.blanks = 0
+        self.letter_cells = 0  # cells to fill this episode
         self._clues = ""  # the clue list as rendered (fixed for the episode)
 
     # ------------------------------------------------------------------ API
@@ -69,6 +72,7 @@ class CrosswordsEnv(LetterGridEnv):
     # ------------------------------------------------------------ game hooks
     def _lay_out(self, rng: random.Random) -> None:
         self._generate()
+        self.letter_cells = self.blanks
         if self._random_params:
             self.max_turns = self.blanks + RANDOM_SPARE_TURNS
         self._clues = self._clue_text()
@@ -103,10 +107,11 @@ class CrosswordsEnv(LetterGridEnv):
         if self.blanks == 0:
             return (
                 f"Turn {turn}: {letter} at ({row}, {col}) completes the crossword. Well done!\n{self._grid_text()}",
-                R.success_reward,
+                R.internal_step_reward,  # the win itself is paid by WordGameEnv.step
                 True,
             )
-        return f"Turn {turn}: {letter} is right at ({row}, {col}).", R.internal_step_reward, False
+        reward = self.shaping.progress(1 - self.blanks / self.letter_cells)
+        return f"Turn {turn}: {letter} is right at ({row}, {col}).", reward, False
 
     def _answer_hint(self) -> str:
         return "Write \\boxed{ROW COL LETTER}, e.g. \\boxed{0 0 A}."

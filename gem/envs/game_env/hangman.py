@@ -6,9 +6,11 @@ won when the whole word shows or a whole-word guess is right. As in GEM, every g
 ``max_turns`` turns. Secrets are common English words (``hardcore=True``: less common ones) from
 :mod:`gem.envs.game_env.words`.
 
-Rewards: winning 1; any other guess 0; an invalid guess (a letter guessed before, a word of the wrong
-length or guessed before) 0 and the turn is spent; no parsable guess -0.1 and the episode ends.
-Running out of turns truncates the episode. GEM's shaping reward for revealed letters is not given.
+Rewards, as GEM (``dense_reward=True``, the default): a letter that shows new places in the word pays
+half the success reward times the share of the word it shows; the win pays the rest, so a won episode
+returns 1. With ``dense_reward=False`` only the win pays (1). Other guesses 0; an invalid guess (a
+letter guessed before, a word of the wrong length or guessed before) 0 and the turn is spent; no
+parsable guess -0.1 and the episode ends. Running out of turns truncates the episode.
 """
 
 from __future__ import annotations
@@ -44,9 +46,12 @@ class HangmanEnv(SecretWordEnv):
         word_length: Optional[int] = 5,
         hardcore: bool = False,
         max_turns: Optional[int] = 20,
+        dense_reward: bool = True,
     ) -> None:
         self.hardcore = bool(hardcore)
-        super().__init__(word_length, max_turns, _tier(self.hardcore), tuple(n for n, _ in RANDOM_CONFIGS))
+        super().__init__(
+            word_length, max_turns, _tier(self.hardcore), tuple(n for n, _ in RANDOM_CONFIGS), dense_reward
+        )
         self.guessed_letters: list[str] = []
         self.guessed_words: list[str] = []
         self._board = ""  # the word and letter lines as rendered, redrawn when a new letter is guessed
@@ -68,6 +73,8 @@ class HangmanEnv(SecretWordEnv):
     def _draw_config(self, rng: random.Random) -> None:
         self.word_length, self.max_turns = rng.choice(RANDOM_CONFIGS)
 
+    shaping_weight = 0.5  # GEM: half the success reward for revealed letters, half for the win
+
     def _new_episode(self, rng: random.Random) -> str:
         self._draw_secret(rng)
         self.guessed_letters = []
@@ -88,6 +95,9 @@ class HangmanEnv(SecretWordEnv):
                 letters.append(guess)
                 self._draw_board()
                 hits = secret.count(guess)
+                if hits:
+                    shown = sum(ch in letters for ch in secret)
+                    reward = self.shaping.progress(shown / len(secret))
                 headline = (
                     f"Turn {turn}: yes, {guess} appears {hits} time(s) in the word."
                     if hits
@@ -106,7 +116,7 @@ class HangmanEnv(SecretWordEnv):
             self.guessed_words.append(guess)
             headline = f"Turn {turn}: {guess} is not the word."
         if guess == secret or set(secret).issubset(letters):
-            return f"Turn {turn}: the word is {secret}. You win in {turn} turns!", R.success_reward, True
+            return f"Turn {turn}: the word is {secret}. You win in {turn} turns!", reward, True
         return headline, reward, False
 
     def _answer_hint(self) -> str:

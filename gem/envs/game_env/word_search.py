@@ -6,10 +6,10 @@ brackets are tolerated). Either end may come first. Basic puzzles hide common wo
 right) or down; ``hardcore`` puzzles hide less common, longer words in all eight directions, backwards
 and diagonally included, in a larger grid. Any straight line that spells a listed word counts.
 
-Rewards: finding the last word 1; other finds and misses 0; an invalid find (off the grid, not a
-straight line the puzzle allows, a line tried before) 0 and the turn is spent; no parsable find -0.1
-and the episode ends. Running out of turns truncates the episode. GEM's 1/num_words reward per word
-is not given.
+Rewards, as GEM (``dense_reward=True``, the default): each word found pays 1 / number of words, so
+finding them all returns 1. With ``dense_reward=False`` only finding the last word pays (1). Misses 0;
+an invalid find (off the grid, not a straight line the puzzle allows, a line tried before) 0 and the
+turn is spent; no parsable find -0.1 and the episode ends. Running out of turns truncates the episode.
 """
 
 from __future__ import annotations
@@ -52,8 +52,9 @@ class WordSearchEnv(LetterGridEnv):
         hardcore: Optional[bool] = False,
         max_turns: Optional[int] = 20,
         num_words: Optional[int] = 5,
+        dense_reward: bool = True,
     ) -> None:
-        super().__init__(hardcore, max_turns, num_words, defaults=(20, 5), max_words=20)
+        super().__init__(hardcore, max_turns, num_words, defaults=(20, 5), max_words=20, dense_reward=dense_reward)
         for mode in (BASIC, HARDCORE):
             words.words_between(mode[0], mode[1], mode[2])  # fails early if the word lists are missing
         self.grid: list[str] = []
@@ -125,10 +126,11 @@ class WordSearchEnv(LetterGridEnv):
         if len(self.found) == len(self.targets):
             return (
                 f"Turn {turn}: found {word}. You found all {len(self.targets)} words!\n{self.render()}",
-                R.success_reward,
+                R.internal_step_reward,  # the win itself is paid by WordGameEnv.step
                 True,
             )
-        return f"Turn {turn}: found {word} at {line}.", R.internal_step_reward, False
+        reward = self.shaping.progress(len(self.found) / len(self.targets))
+        return f"Turn {turn}: found {word} at {line}.", reward, False
 
     def _answer_hint(self) -> str:
         return "Write \\boxed{START_ROW START_COL END_ROW END_COL}, e.g. \\boxed{0 0 0 3}."

@@ -6,9 +6,11 @@ word, elsewhere) or X (not in the word, or already accounted for by other copies
 English words (:mod:`gem.envs.game_env.words`); with ``only_real_words=True`` a guess must be in the
 dictionary too.
 
-Rewards: finding the word 1; any other guess 0; an invalid guess (wrong length, not a word, guessed
-before) 0 and the turn is spent; no parsable guess -0.1 and the episode ends. Running out of turns
-truncates the episode. GEM's shaping reward for new green letters is not given.
+Rewards, as GEM (``dense_reward=True``, the default): a guess that turns new places green pays half the
+success reward times the share of places newly green; finding the word pays the rest, so a won episode
+returns 1. With ``dense_reward=False`` only the win pays (1). Other guesses 0; an invalid guess (wrong
+length, not a word, guessed before) 0 and the turn is spent; no parsable guess -0.1 and the episode
+ends. Running out of turns truncates the episode.
 """
 
 from __future__ import annotations
@@ -57,8 +59,9 @@ class WordleEnv(SecretWordEnv):
         word_length: Optional[int] = 5,
         only_real_words: bool = True,
         max_turns: Optional[int] = 20,
+        dense_reward: bool = True,
     ) -> None:
-        super().__init__(word_length, max_turns, "common", RANDOM_LENGTHS)
+        super().__init__(word_length, max_turns, "common", RANDOM_LENGTHS, dense_reward)
         self.only_real_words = bool(only_real_words)
         self.history: list[tuple[str, str]] = []
         self._guessed: set[str] = set()  # the guesses of the history, for the repeat check
@@ -66,6 +69,7 @@ class WordleEnv(SecretWordEnv):
         self._board = ""  # the history and the absent letters as rendered, redrawn after each guess
         self._present: set[str] = set()
         self._absent: set[str] = set()
+        self._green: set[int] = set()  # places found green so far (GEM's milestones)
 
     # ------------------------------------------------------------------ API
     def sample_random_action(self) -> str:
@@ -79,8 +83,11 @@ class WordleEnv(SecretWordEnv):
         self.word_length = rng.choice(RANDOM_LENGTHS)
         self.max_turns = 5 * self.word_length
 
+    shaping_weight = 0.5  # GEM: half the success reward for green places, half for the win
+
     def _new_episode(self, rng: random.Random) -> str:
         self._draw_secret(rng)
+        self._green = set()
         self.history = []
         self._guessed = set()
         self._lines = ["Guesses so far:"]
@@ -108,11 +115,14 @@ class WordleEnv(SecretWordEnv):
         if guess == self.secret:
             return (
                 f"Turn {turn}: {guess} is the secret word. You solved it in {turn} turns!",
-                R.success_reward,
+                R.internal_step_reward,  # the win itself is paid by WordGameEnv.step
                 True,
             )
         self._draw_board()
-        return f"Turn {turn}: you guessed {guess}; feedback {shown}.", R.internal_step_reward, False
+        green = self._green
+        green.update(i for i, m in enumerate(marks) if m == "G")
+        reward = self.shaping.progress(len(green) / len(marks))
+        return f"Turn {turn}: you guessed {guess}; feedback {shown}.", reward, False
 
     def _answer_hint(self) -> str:
         return (

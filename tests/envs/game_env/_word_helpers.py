@@ -32,12 +32,12 @@ def assert_format_error(env_id: str, action: str, says: str) -> None:
     assert reward == -0.1 and terminated and not truncated and says in obs and info["success"] is False
 
 
-def assert_goes_on(env: Env, action: str, says: str) -> str:
-    """``action`` (a move that neither wins nor is malformed) spends the turn for reward 0 and the episode
-    goes on; the observation ``says`` what happened and is returned."""
+def assert_goes_on(env: Env, action: str, says: str, reward: float = 0.0) -> str:
+    """``action`` (a move that neither wins nor is malformed) spends the turn for ``reward`` (progress
+    credit, else 0) and the episode goes on; the observation ``says`` what happened and is returned."""
     turn = env.turn_count
-    obs, reward, terminated, truncated, _ = env.step(action)
-    assert says in obs and reward == 0.0 and not terminated and not truncated, obs
+    obs, got, terminated, truncated, _ = env.step(action)
+    assert says in obs and got == pytest.approx(reward) and not terminated and not truncated, (obs, got)
     assert env.turn_count == turn + 1
     return obs
 

@@ -43,18 +43,23 @@ def test_presets_first_observation_and_a_connected_grid(env_id, hardcore, num_wo
         assert seen == cells
 
 
-def test_letters_fill_the_grid_and_complete_it():
-    env = gem.make("game:Crosswords-v0-easy")
+@pytest.mark.parametrize("dense", [True, False])
+def test_letters_fill_the_grid_and_complete_it(dense):
+    env = gem.make("game:Crosswords-v0-easy", dense_reward=dense)
     env.reset(seed=3)
     (r, c, ch), *rest = _cells(env)
+    share = 1 / env.letter_cells if dense else 0.0  # GEM: each right letter pays 1 / letter cells
     wrong = "Z" if ch != "Z" else "Q"
     check.assert_goes_on(env, f"\\boxed{{{r} {c} {wrong}}}", "does not belong")
     assert env.board[r][c] == "_"
-    check.assert_goes_on(env, f"\\boxed{{{r} {c} {ch.lower()}}}", "is right")
+    check.assert_goes_on(env, f"\\boxed{{{r} {c} {ch.lower()}}}", "is right", reward=share)
     assert env.board[r][c] == ch
+    total = share
     for r, c, ch in rest:
         obs, reward, terminated, truncated, info = env.step(f"\\boxed{{{r} {c} {ch}}}")
-    assert reward == 1.0 and terminated and not truncated and info["success"] is True
+        total += reward
+        assert reward == pytest.approx(share if dense else float(terminated))
+    assert terminated and not truncated and info["success"] is True and total == pytest.approx(1.0)
 
 
 def test_invalid_moves_cost_a_turn_and_say_why():

@@ -28,25 +28,31 @@ def test_hardcore_draws_less_common_words():
     assert "less common" in obs and env.secret.lower() in words.words(6, "rare")
 
 
-def test_letters_reveal_and_the_word_wins():
-    env = gem.make("game:Hangman-v0-hard")
+@pytest.mark.parametrize("dense", [True, False])
+def test_letters_reveal_and_the_word_wins(dense):
+    env = gem.make("game:Hangman-v0-hard", dense_reward=dense)
     env.reset(seed=3)
     present = env.secret[0]
     absent = next(ch for ch in LETTERS_RARE_FIRST if ch not in env.secret)
-    obs = check.assert_goes_on(env, f"\\boxed{{{present.lower()}}}", f"yes, {present} appears")
+    # GEM's shaping: a letter pays half the success reward times the share of the word it shows
+    credit = 0.5 * env.secret.count(present) / len(env.secret) if dense else 0.0
+    obs = check.assert_goes_on(env, f"\\boxed{{{present.lower()}}}", f"yes, {present} appears", reward=credit)
     assert obs.split("Word: ")[1].startswith(present)
     obs = check.assert_goes_on(env, f"\\boxed{{{absent}}}", f"no, {absent} is not in the word")
     assert f"Letters not in the word: {absent}" in obs
     obs, reward, terminated, truncated, info = env.step(f"\\boxed{{{env.secret}}}")
-    assert reward == 1.0 and terminated and not truncated and info["success"] is True
+    assert reward == pytest.approx(1.0 - credit) and terminated and not truncated and info["success"] is True
 
 
 def test_revealing_every_letter_wins():
     env = gem.make("game:Hangman-v0-easy")
     env.reset(seed=1)
+    total = 0.0
     for ch in sorted(set(env.secret)):
         obs, reward, terminated, _, info = env.step(f"\\boxed{{{ch}}}")
-    assert terminated and reward == 1.0 and info["success"] is True and f"the word is {env.secret}" in obs
+        total += reward
+    assert terminated and info["success"] is True and f"the word is {env.secret}" in obs
+    assert total == pytest.approx(1.0) and reward >= 0.5
 
 
 def test_invalid_guesses_cost_a_turn_and_say_why():

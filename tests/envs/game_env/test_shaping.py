@@ -54,3 +54,25 @@ def test_mastermind_lost_episode_keeps_partial_credit():
         _, reward, terminated, truncated, info = env.step("\\boxed{%d %d}" % guess)
         total += reward
     assert truncated and not info["success"] and total == pytest.approx(0.5)
+
+
+SHAPED = ["Mastermind", "Minesweeper", "Wordle", "Hangman", "WordSearch", "Crosswords"]
+
+
+@pytest.mark.parametrize("game", SHAPED)
+@pytest.mark.parametrize("dense", [True, False])
+def test_solver_episodes_return_one_when_won_and_partial_credit_otherwise(game, dense):
+    from gem.agents import SolverAgent, run_episode
+
+    if game in ("Wordle", "Hangman", "WordSearch"):
+        pytest.importorskip("wordfreq")  # their word lists come with the games extra
+    env = gem.make(f"game:{game}-v0-random", dense_reward=dense)
+    agent = SolverAgent(env)
+    for seed in range(12):
+        episode = run_episode(env, agent, seed=seed, record=True)
+        assert all(r >= 0.0 for r in episode.rewards), episode.rewards
+        if episode.success:
+            assert episode.total_reward == pytest.approx(1.0)
+            assert dense or episode.rewards[:-1] == [0.0] * (len(episode.rewards) - 1)
+        else:
+            assert 0.0 <= episode.total_reward < 1.0 and (dense or episode.total_reward == 0.0)

@@ -59,12 +59,21 @@ def test_finding_words_in_either_order_and_winning():
     env = gem.make("game:WordSearch-v0-easy")
     env.reset(seed=2)
     first, *rest = env.targets
+    share = 1 / len(env.targets)  # GEM: each word found pays 1 / number of words
     r1, c1, r2, c2 = _where(env, first, BASIC)
-    obs = check.assert_goes_on(env, f"\\boxed{{{r2} {c2} {r1} {c1}}}", f"found {first}")  # end first
+    obs = check.assert_goes_on(env, f"\\boxed{{{r2} {c2} {r1} {c1}}}", f"found {first}", reward=share)  # end first
     assert f"{first} (found)" in obs and f"[{first[0]}]" in obs
     for word in rest:
         obs, reward, terminated, truncated, info = env.step("\\boxed{%d %d %d %d}" % _where(env, word, BASIC))
-    assert reward == 1.0 and terminated and not truncated and info["success"] is True
+        assert reward == pytest.approx(share)
+    assert terminated and not truncated and info["success"] is True
+
+
+def test_sparse_reward_pays_only_the_last_word():
+    env = gem.make("game:WordSearch-v0-easy", dense_reward=False)
+    env.reset(seed=2)
+    rewards = [env.step("\\boxed{%d %d %d %d}" % _where(env, word, BASIC))[1] for word in list(env.targets)]
+    assert rewards == [0.0] * (len(rewards) - 1) + [1.0]
 
 
 @pytest.mark.parametrize(
