@@ -17,7 +17,8 @@ Rows (both interpreters run the same snippets through their ``PythonCodeTool.exe
 
 gem-llm starts ``python`` from ``PATH`` for every call; its worker runs with its own venv's
 ``bin`` first on ``PATH`` (the fair setting). Ours and gem-llm alternate for ``--rounds`` rounds and
-each row keeps its best; read the ratios (the machine may be shared).
+each row keeps its best; read the ratios (the machine may be shared). The load average before
+and after is printed with the table.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def _latency(tool, calls: int, gap: float = 0.0) -> dict[str, float]:
         if gap:
             time.sleep(gap)
         t = time.perf_counter()
-        _, err, obs, _ = tool.execute_action(SNIPPET)
+        _, _err, obs, _ = tool.execute_action(SNIPPET)
         times.append(time.perf_counter() - t)
         if "2" not in obs:
             raise RuntimeError(f"unexpected tool output {obs!r}")
@@ -164,6 +165,7 @@ def main() -> None:
     from _baseline import DEFAULT_BASELINE, run_worker
 
     base_py = args.baseline_python or DEFAULT_BASELINE
+    load_before = os.getloadavg()
     ours: dict = {}
     base: dict = {}
     for _ in range(args.rounds):
@@ -188,6 +190,11 @@ def main() -> None:
         else:
             print(f"{key:<28}{value:>12.1f}{'-':>16}{'':>10}")
     print("ratio: how many times better ours is (faster, or more calls/s).")
+    load_after = os.getloadavg()
+    print(
+        f"load average (1/5/15 min) before: {' '.join(f'{x:.2f}' for x in load_before)}, "
+        f"after: {' '.join(f'{x:.2f}' for x in load_after)} on {os.cpu_count()} CPUs"
+    )
     print(f"isolation here: {ours.get('isolation')}")
 
 

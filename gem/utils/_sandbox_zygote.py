@@ -1,34 +1,40 @@
 """The sandbox's warm worker ("zygote"): a pre-imported Python that keeps children forked.
 
-Started by :mod:`gem.utils.sandbox` as ``python -I _sandbox_zygote.py <life fd> <work fd> <config>``
-with a scrubbed environment. It imports nothing from ``gem`` (the children must not see the
-library). The worker keeps ``prefork`` children waiting on the shared ``SOCK_SEQPACKET`` work
-socket; the kernel hands each request to exactly one of them, so neither a fork nor the worker is
-on a run's critical path:
+Started by :mod:`gem.utils.sandbox` as ``python -I -S _sandbox_zygote.py <life fd> <work fd>
+<config>`` with a scrubbed environment; ``config["site_dirs"]`` are the caller's site-packages. It
+imports nothing from ``gem`` (the children must not see the library). The worker keeps
+``prefork`` children waiting on the shared ``SOCK_SEQPACKET`` work socket; the kernel hands each
+request to exactly one of them, so neither a fork nor the worker is on a run's critical path:
 
-* a request is one message, a JSON header (kind, limits), with descriptors attached:
-  ``[control, input, stdout, stderr, status]`` (plus ``[session]`` for a stateful session);
+* a request is one message, a fixed header (:data:`HEADER`: kind, limits), with descriptors
+  attached: ``[control, input, stdout, stderr, status]`` (plus ``[session]`` for a session);
 * the child passes ``control`` to the worker (it must not keep it), applies the limits, drops to
   the run's uid, reads ``<8-byte length><code>`` from ``input`` (the rest is the program's stdin),
-  runs the code and writes ``{"exit": n, "cpu": s}`` to ``status`` just before exiting;
+  runs the code and writes ``b"<exit status> <cpu seconds>\n"`` to ``status`` just before exiting;
 * on ``control`` the caller may send ``b"kill"``; the worker answers with ``{"status": wait status,
-  ...}`` when the child has been reaped. When the caller closes ``control`` the run and everything
-  it started are killed. When the life socket closes (the caller's process ended) the worker exits.
+  ...}`` (JSON) when the child has been reaped. When the caller closes ``control`` the run and
+  everything it started are killed. When the life socket closes (the caller's process ended) the
+  worker exits.
 
 As root the worker enters a new network namespace (no interface is up, so even 127.0.0.1 is
 unreachable) and a new mount namespace where every mount is read-only except a private tmpfs on
 ``/tmp`` that holds the per-run directories. Each concurrent run gets its own uid from the worker's
 range, so its process limit is its own and "kill everything it started" is ``kill(-1)`` as that uid.
+
+Speed: a run's cost is mostly page faults, each page the child (or the worker, after a fork)
+writes being copied. So the worker keeps its heap and mappings small (``-S``, no ``shutil``),
+forks without Python's after-fork hooks (:data:`_raw_fork`), and a waiting child does all it can
+before its request arrives (:meth:`Zygote.child`).
 """
 
 from __future__ import annotations
 
 # Pre-imported so that a snippet's imports cost nothing in the child.
+import _signal
 import bisect  # noqa: F401
 import collections  # noqa: F401
 import copy  # noqa: F401
 import ctypes
-import dataclasses  # noqa: F401
 import decimal  # noqa: F401
 import errno
 import fcntl
@@ -46,8 +52,7 @@ import os
 import random
 import re  # noqa: F401
 import resource
-import selectors
-import shutil
+import select
 import signal
 import socket
 import statistics  # noqa: F401
@@ -56,7 +61,7 @@ import struct
 import sys
 import threading
 import time  # noqa: F401
-import traceback  # noqa: F401
+import traceback
 import types
 import typing  # noqa: F401
 
@@ -91,6 +96,16 @@ BASE_ENV = {
 WORK_ROOT = "/tmp"
 
 _libc = ctypes.CDLL(None, use_errno=True)
+_SIGCHLD, _SIGINT, _SIGKILL, _SIG_DFL = (
+    int(s) for s in (signal.SIGCHLD, signal.SIGINT, signal.SIGKILL, signal.SIG_DFL)
+)
+# libc's fork() called with the GIL held. Python's os.fork() also runs its after-fork hooks in the
+# child (threading's bookkeeping, random's reseed, ...): in this single-threaded worker they only
+# rebuild what is already right, and their writes are copied page by page into every child (about
+# 180 page faults, a third of a run's). The child reseeds random itself.
+_raw_fork = ctypes.PyDLL(None, use_errno=True).fork
+_raw_fork.argtypes = []
+_raw_fork.restype = ctypes.c_int
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 
 
@@ -156,6 +171,34 @@ def _isolate(privileged: bool, want_network_isolation: bool, tmp_mb: int) -> dic
     return info
 
 
+def _rmtree(top: str) -> None:
+    """Remove a run's directory (what it left behind); errors are ignored.
+
+    Not shutil.rmtree: shutil loads zlib, bz2 and lzma, 30 more mappings that every fork copies.
+    The run's processes are dead when this runs, so nothing changes the tree meanwhile; links are
+    removed, never followed.
+    """
+    for root, dirs, files in os.walk(top, topdown=False):
+        for name in files:
+            try:
+                os.unlink(os.path.join(root, name))
+            except OSError:
+                pass
+        for name in dirs:
+            path = os.path.join(root, name)
+            try:
+                if os.path.islink(path):
+                    os.unlink(path)
+                else:
+                    os.rmdir(path)
+            except OSError:
+                pass
+    try:
+        os.rmdir(top)
+    except OSError:
+        pass
+
+
 def _expose(paths: list[str]) -> list[str]:
     """Let unprivileged runs reach the interpreter's modules (``/root/.pyenv/...``).
 
@@ -199,7 +242,7 @@ class Run:
 
     __slots__ = ("chan", "ctl", "killed", "pid", "slot", "workdir")
 
-    def __init__(self, pid, chan, slot, workdir):
+    def __init__(self, pid: int, chan, slot: int, workdir: str) -> None:
         self.pid, self.chan, self.ctl, self.slot, self.workdir, self.killed = (
             pid,
             chan,
@@ -224,8 +267,10 @@ class Zygote:
         self.prefork = max(1, int(config.get("prefork", 4)))
         self.runs: dict[int, Run] = {}
         self.idle: list[Run] = []
-        self.by_ctl: dict[int, Run] = {}
-        self.sel = selectors.DefaultSelector()
+        # One epoll set; fd -> (what, run). Plain epoll keeps the loop short: every page the worker
+        # writes between two forks is copied once more (it shares them all with its children).
+        self.ep = select.epoll()
+        self.watched: dict[int, tuple] = {}
         self.info = _isolate(os.geteuid() == 0, config.get("network", True), int(config.get("tmp_mb", 1024)))
         self.info["drop_privileges"] = self.privileged
         self.info["uid_range"] = [self.uid_base, self.uid_base + slots]
@@ -242,8 +287,19 @@ class Zygote:
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        self.sel.register(sock, selectors.EVENT_READ, "main")
-        self.sel.register(self.wake_r, selectors.EVENT_READ, "wake")
+        self.watch(sock.fileno(), "main", None)
+        self.watch(self.wake_r, "wake", None)
+
+    def watch(self, fd: int, what: str, run) -> None:
+        self.ep.register(fd, select.EPOLLIN)
+        self.watched[fd] = (what, run)
+
+    def unwatch(self, fd: int) -> None:
+        if self.watched.pop(fd, None) is not None:
+            try:
+                self.ep.unregister(fd)
+            except (OSError, ValueError):
+                pass
 
     # --------------------------------------------------------------- kill & cleanup
     def kill_run(self, run: Run) -> None:
@@ -260,48 +316,48 @@ class Zygote:
                 pass  # nothing of U was left
             finally:
                 os.setresuid(0, 0, 0)
-        try:  # the child itself (still root while idle) and its process group
+        try:  # the child itself and its process group
             os.killpg(run.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
 
     def finish(self, run: Run, status: int, usage) -> None:
-        if run.ctl is not None:
-            msg = {
-                "status": status,
-                "cpu": usage.ru_utime + usage.ru_stime,
-                "maxrss_kb": usage.ru_maxrss,
-                "killed": run.killed,
-            }
+        ctl = run.ctl
+        if ctl is not None:
+            killed = "true" if run.killed else "false"
+            cpu = usage.ru_utime + usage.ru_stime
+            msg = (
+                f'{{"status": {status}, "cpu": {cpu!r}, "maxrss_kb": {usage.ru_maxrss}, "killed": {killed}}}'
+            )
             try:
-                run.ctl.send(json.dumps(msg).encode())
+                ctl.send(msg.encode())
             except OSError:
                 pass
-        self.kill_run(run)  # anything left behind (daemons, orphans)
+        if not run.killed:
+            # Anything left behind (daemons, orphans). After one kill(-1) as its uid nothing of it
+            # can be left: no fork escapes that kill and nothing else becomes that uid until its
+            # slot is free again (below), so a run killed already is not killed twice.
+            self.kill_run(run)
         try:
             os.rmdir(run.workdir)  # the usual case: it wrote nothing
         except OSError:
-            shutil.rmtree(run.workdir, ignore_errors=True)
-        if run.ctl is not None:
-            try:
-                self.sel.unregister(run.ctl)
-            except (KeyError, ValueError):
-                pass
-            self.by_ctl.pop(run.ctl.fileno(), None)
-            run.ctl.close()
-        if run in self.idle:
-            self.idle.remove(run)
+            _rmtree(run.workdir)
+        if ctl is not None:
+            self.unwatch(ctl.fileno())
+            ctl.close()
+            run.ctl = None
         if run.chan is not None:
             # It exited before its hand-over was read: take the control socket (if any) and
             # close it, so the caller sees the end, then forget the channel.
+            if run in self.idle:
+                self.idle.remove(run)
             try:
-                run.chan.setblocking(False)
-                _m, fds, _f, _a = socket.recv_fds(run.chan, 64, 1)
+                _msg, fds = _recv_fds(run.chan.fileno(), 64, socket.MSG_DONTWAIT)
                 for fd in fds:
                     os.close(fd)
             except OSError:
                 pass
-            self.sel.unregister(run.chan)
+            self.unwatch(run.chan.fileno())
             run.chan.close()
             run.chan = None
         self.free_slots.append(run.slot)
@@ -319,66 +375,78 @@ class Zygote:
                 self.finish(run, status, usage)
 
     # --------------------------------------------------------------- pre-forked children
-    def spawn_idle(self) -> Run | None:
+    def spawn_idle(self) -> None:
         """Fork a child that confines what it can in advance and waits for a request."""
-        if not self.free_slots:
-            return None
         slot = self.free_slots.pop()
-        workdir = os.path.join(self.work_root, f"run{slot}")
+        workdir = f"{self.work_root}/run{slot}"
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        pid = os.fork()
+        pid = self.fork()
         if pid == 0:
             try:
-                ours.close()
-                self.child(theirs, slot, workdir)
+                self.child(theirs, slot, workdir)  # (it closes ``ours`` by number)
+            except BaseException:  # noqa: BLE001 - shown with GEM_SANDBOX_DEBUG=1
+                if self.config.get("debug"):
+                    traceback.print_exc()
             finally:
                 os._exit(70)
         theirs.close()
         run = Run(pid, ours, slot, workdir)
         self.runs[pid] = run
         self.idle.append(run)
-        self.sel.register(ours, selectors.EVENT_READ, "chan")
-        return run
+        self.watch(ours.fileno(), "chan", run)
+
+    def fork(self) -> int:
+        """``os.fork()``, without its hooks where they are known to be no-ops (see ``_raw_fork``)."""
+        if self.config.get("preload") or threading.active_count() != 1:
+            return os.fork()  # a preloaded module may need its own after-fork hooks
+        pid = _raw_fork()
+        if pid < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"fork: {os.strerror(err)}")
+        return pid
 
     def fill_pool(self) -> None:
         while len(self.idle) < self.prefork and self.free_slots:
             self.spawn_idle()
 
     # --------------------------------------------------------------- requests
-    def handle_chan(self, chan: socket.socket) -> None:
+    def handle_chan(self, run: Run) -> None:
         """An idle child took a request: it hands over the run's control socket."""
-        run = next((r for r in self.idle if r.chan is chan), None)
+        chan = run.chan
+        if chan is None:
+            return  # closed earlier in this batch of events
         try:
-            _msg, fds, _f, _a = socket.recv_fds(chan, 64, 1)
+            _msg, fds = _recv_fds(chan.fileno(), 64, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return  # nothing there after all
         except OSError:
             fds = []
-        self.sel.unregister(chan)
+        self.unwatch(chan.fileno())
         chan.close()
-        if run is None:
-            for fd in fds:
-                os.close(fd)
-            return
         run.chan = None
         self.idle.remove(run)
         if not fds:
             return  # the child died while idle; reap() cleans up
+        for fd in fds[1:]:
+            os.close(fd)
         ctl = socket.socket(fileno=fds[0])
         run.ctl = ctl
-        self.by_ctl[ctl.fileno()] = run
-        self.sel.register(ctl, selectors.EVENT_READ, "ctl")
+        self.watch(ctl.fileno(), "ctl", run)
 
-    def handle_ctl(self, ctl: socket.socket) -> None:
-        run = self.by_ctl.get(ctl.fileno())
-        if run is None:
-            return
+    def handle_ctl(self, run: Run) -> None:
+        ctl = run.ctl
+        if ctl is None:
+            return  # closed earlier in this batch of events
         try:
-            data = ctl.recv(64)
+            data = ctl.recv(64, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return
         except OSError:
             data = b""
         if data == b"kill" or not data:
             self.kill_run(run)
         if not data:
-            self.sel.unregister(ctl)  # closed by the caller: stop polling it; finish() cleans up
+            self.unwatch(ctl.fileno())  # closed by the caller: stop polling it; finish() cleans up
 
     def serve(self) -> None:
         os.environ.clear()
@@ -388,29 +456,34 @@ class Zygote:
                 __import__(name)
             except Exception as exc:  # noqa: BLE001 - a missing optional module is only noted
                 self.info["notes"].append(f"preload {name!r} failed: {exc}")
+        null = os.open(os.devnull, os.O_WRONLY)
+        _warm_up(null)  # the run path's bytecode is specialised once, here, not in every child
+        os.close(null)
         # Objects that exist now are never collected: a child's GC pass then does not write to
         # (and copy) every page it inherited.
         gc.freeze()
         self.fill_pool()
         self.sock.send(json.dumps(self.info).encode())
+        poll, watched = self.ep.poll, self.watched
         while True:
-            events = self.sel.select(None if len(self.idle) >= self.prefork else 0)
-            for key, _ in events:
-                if isinstance(key.fileobj, socket.socket) and key.fileobj.fileno() < 0:
-                    continue  # closed by an earlier event of this batch (its child was reaped)
-                if key.data == "main":
-                    self.shutdown()  # the parent process is gone (the socket only ever closes)
-                    return
-                elif key.data == "chan":
-                    self.handle_chan(key.fileobj)
-                elif key.data == "wake":
+            waiting = len(self.idle) < self.prefork and self.free_slots
+            events = poll(0 if waiting else -1)
+            # Handlers are looked up before any runs: one may close a descriptor whose number a
+            # later one reuses, and its stale event must not reach the new owner.
+            for what, run in [watched.get(fd, (None, None)) for fd, _ in events]:
+                if what == "chan":
+                    self.handle_chan(run)
+                elif what == "wake":
                     try:
                         os.read(self.wake_r, 4096)
                     except BlockingIOError:
                         pass
                     self.reap()
-                elif key.data == "ctl":
-                    self.handle_ctl(key.fileobj)
+                elif what == "ctl":
+                    self.handle_ctl(run)
+                elif what == "main":
+                    self.shutdown()  # the parent process is gone (the socket only ever closes)
+                    return
             if not events:
                 self.fill_pool()  # only when nothing else is waiting: kills and reaping come first
 
@@ -418,103 +491,160 @@ class Zygote:
         for run in list(self.runs.values()):
             self.kill_run(run)
         if not self.privileged:
-            shutil.rmtree(self.work_root, ignore_errors=True)
+            _rmtree(self.work_root)
 
     # --------------------------------------------------------------- the child
     def child(self, chan: socket.socket, slot: int, workdir: str) -> None:
-        """Runs in the forked child: prepare, wait for a request, confine, run the code."""
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        """Runs in the forked child: confine, wait for a request, apply its limits, run the code.
+
+        What does not depend on the request (no new privileges, its directory, a warmed-up
+        interpreter) is done while waiting, off the run's critical path. It stays root until it
+        has a request, so a waiting child is never one of a run's uid.
+        """
+        # The worker's other descriptors (its sockets, other runs' channels) are closed below by
+        # number. Their objects are left alone, never closed or freed (this process ends with
+        # os._exit): they would close whatever reuses the number. Nothing here runs a Python-level
+        # wrapper it can avoid (signal.signal converts to enums): every object touched is a page
+        # copied into this process.
+        zygote = os.getppid()
+        _signal.set_wakeup_fd(-1)
+        _signal.signal(_SIGCHLD, _SIG_DFL)
+        _signal.signal(_SIGINT, _signal.default_int_handler)
         os.setsid()
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        os.dup2(chan.fileno(), 5)
-        chan.detach()
-        os.dup2(self.work.fileno(), 6)
+        # The hand-over channel goes to 5, the work socket to 6; 0, 1, 3 and 4 hold /dev/null while
+        # waiting (2 stays the worker's stderr), so the descriptors of the request land above 6.
+        chan_fd = fcntl.fcntl(chan.fileno(), fcntl.F_DUPFD, 10)
+        work_fd = fcntl.fcntl(self.work.fileno(), fcntl.F_DUPFD, 10)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 3, 4):
+            os.dup2(null, fd)
+        os.dup2(chan_fd, 5)
+        os.dup2(work_fd, 6)
         os.closerange(7, 1 << 16)
-        os.closerange(3, 5)
         uid = self.uid_base + slot
         os.mkdir(workdir, 0o700)
         if self.privileged:
             os.chown(workdir, uid, uid)
-        # Forget the zygote's bookkeeping (other runs' descriptors) before running anything.
-        self.runs.clear()
-        self.by_ctl.clear()
-        self.idle.clear()
-        self.sel = None
         # The worker's environment is already the scrubbed one (see BASE_ENV); only these differ.
         os.environ["HOME"] = os.environ["TMPDIR"] = workdir
         sys.argv = ["main.py"]
         sys.path.insert(0, workdir)
-        random.seed()
         main = types.ModuleType("__main__")
-        main.__dict__.update({"__file__": os.path.join(workdir, "main.py"), "__builtins__": __builtins__})
+        main.__dict__.update({"__file__": f"{workdir}/main.py", "__builtins__": __builtins__})
         sys.modules["__main__"] = main
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        os.chdir(workdir)
+        random.seed()  # (os.fork() would have; each run gets its own random state)
+        _warm_up(4)
 
-        work = socket.socket(fileno=6)
         try:
-            msg, fds, _f, _a = socket.recv_fds(work, 1 << 16, MAX_FDS)
+            msg, fds = _recv_fds(6, MAX_HEADER, 0)
         except OSError:
             os._exit(0)
-        if not msg:
+        if not msg or len(fds) < 5:
             os._exit(0)
-        work.close()
-        # fds: control, input, stdout, stderr, status, [session]. The zygote keeps the control
+        os.close(6)
+        # fds: control, input, stdout, stderr, status, [session]. The worker keeps the control
         # socket (for kills and the final status); this process must not hold it.
-        chan = socket.socket(fileno=5)
         try:
-            socket.send_fds(chan, [b"took"], fds[:1])
-        finally:
-            chan.close()
-            os.close(fds[0])
-        fds = fds[1:]
-        header = json.loads(msg)
-        session = header.get("kind") == "session"
-        # fds: input, stdout, stderr, status, [session]; move them out of the way of 0..4 first
-        fds = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fds] + [os.close(fd) for fd in fds][:0]
-        for i, fd in enumerate(fds[:3]):
+            _send_fd(5, b"took", fds[0])
+        except OSError:
+            pass  # the worker is gone; its death signal follows
+        os.close(5)
+        os.close(fds[0])
+        kind, mem, cpu, fsize, nproc = HEADER.unpack(msg)
+        session = kind == 1 and len(fds) > 5
+        for i, fd in enumerate(fds[1:4]):
             os.dup2(fd, i)
-        os.dup2(fds[3], 4)
+        os.dup2(fds[4], 4)
         if session:
-            os.dup2(fds[4], 3)
-        for fd in fds:
+            os.dup2(fds[5], 3)
+        else:
+            os.close(3)
+        for fd in fds[1:]:
             os.close(fd)
-        if not session:
-            os.closerange(3, 4)
-        limits = header["limits"]
-        mem = limits.get("memory_bytes")
-        if mem:
+        if mem >= 0:
             resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-        cpu = limits.get("cpu_seconds")
-        if cpu:
+        if cpu > 0:
             soft = max(1, int(cpu + 0.999))
             resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.RLIM_INFINITY if session else soft + 1))
-        fsize = limits.get("file_size_bytes")
-        if fsize is not None:
+        if fsize >= 0:
             resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         if self.privileged:
-            nproc = int(limits.get("max_processes") or 1)
             resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
             os.setgroups([])
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
-        _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-        os.chdir(workdir)
+        # After the uid change (a credential change clears it): die with the worker.
+        _libc.prctl(PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0)
+        if os.getppid() != zygote:
+            os._exit(0)
         if session:
             _session_loop(3, main.__dict__, cpu)
-        code = _read_code(0)
-        status = _run_cell(code, main.__dict__, "main.py")
-        _report(4, {"exit": status})
+        status = _run_cell(_read_code(0), main.__dict__, "main.py")
+        _report(4, status)
+        # The caller was woken (onto this CPU, as pipe writes hint) by the output: let it take the
+        # result now rather than after this process's teardown.
+        os.sched_yield()
         os._exit(status)
 
 
-def _report(fd: int, msg: dict) -> None:
+# The request header: kind (0 run, 1 session), address-space bytes, CPU seconds, file-size bytes,
+# processes (-1: no limit). Packed by gem.utils.sandbox with the same format.
+HEADER = struct.Struct("<Bqdqq")
+MAX_HEADER = 64
+
+
+def _recv_fds(fd: int, size: int, flags: int) -> tuple[bytes, list[int]]:
+    """One message and the descriptors that came with it (``socket.recv_fds`` on a raw fd)."""
+    sock = socket.socket(fileno=fd)
+    try:
+        msg, anc, _flags, _addr = sock.recvmsg(size, _FD_SPACE, flags)
+    finally:
+        sock.detach()
+    fds: list[int] = []
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.extend(struct.unpack(f"{len(data) // 4}i", data[: len(data) // 4 * 4]))
+    return msg, fds
+
+
+_FD_SPACE = socket.CMSG_SPACE(MAX_FDS * 4)
+
+
+def _send_fd(fd: int, msg: bytes, passed: int) -> None:
+    """Send ``msg`` with the descriptor ``passed`` on the socket ``fd``."""
+    sock = socket.socket(fileno=fd)
+    try:
+        sock.sendmsg([msg], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", passed))])
+    finally:
+        sock.detach()
+
+
+def _warm_up(out_fd: int) -> None:
+    """Walk the run path once with output to /dev/null.
+
+    In the worker, this specialises the bytecode of the path before any fork; in a waiting child,
+    it takes the copy-on-write faults of that path before the request arrives instead of after.
+    Nothing of it stays: a scratch namespace, no threads joined.
+    """
+    saved = os.dup(1)
+    os.dup2(out_fd, 1)
+    try:
+        _run_cell("print(1+1)\n", {"__builtins__": __builtins__, "__name__": "__main__"}, "<warm-up>", False)
+        _report(out_fd, 0)
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        linecache.cache.pop("<warm-up>", None)
+
+
+def _report(fd: int, status: int) -> None:
     """Tell the caller the exit status before exiting (saves waiting for the process teardown)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    msg["cpu"] = usage.ru_utime + usage.ru_stime
     try:
-        os.write(fd, json.dumps(msg).encode() + b"\n")
+        os.write(fd, b"%d %r\n" % (status, usage.ru_utime + usage.ru_stime))
     except OSError:
         pass
 
@@ -536,7 +666,7 @@ def _read_exact(fd: int, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def _run_cell(code: str, namespace: dict, filename: str) -> int:
+def _run_cell(code: str, namespace: dict, filename: str, join_threads: bool = True) -> int:
     """Run ``code`` as Python runs a script; return its exit status."""
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     status = 0
@@ -554,16 +684,32 @@ def _run_cell(code: str, namespace: dict, filename: str) -> int:
         except BaseException:  # noqa: BLE001
             pass
         status = 1
-    try:
-        threading._shutdown()  # join non-daemon threads, as the interpreter does at exit
-    except BaseException:  # noqa: BLE001
-        pass
+    if join_threads and _threads_started():
+        try:
+            threading._shutdown()  # join non-daemon threads, as the interpreter does at exit
+        except BaseException:  # noqa: BLE001
+            pass
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except BaseException:  # noqa: BLE001
             status = status or 120
     return status
+
+
+def _threads_started() -> bool:
+    """Whether the program left anything for ``threading._shutdown()`` to do (threads, hooks).
+
+    A non-daemon thread that still runs is in ``_active``; with none, the call only touches pages.
+    """
+    try:
+        return bool(
+            len(threading._active) > 1  # type: ignore[attr-defined]
+            or threading._limbo  # type: ignore[attr-defined]
+            or threading._threading_atexits  # type: ignore[attr-defined]
+        )
+    except AttributeError:  # another Python's internals: always call it
+        return True
 
 
 def _exit_status(exc: SystemExit) -> int:
@@ -585,7 +731,6 @@ def _session_loop(sock_fd: int, namespace: dict, cpu_per_cell) -> None:
     Each cell arrives on the session socket as four descriptors (input, stdout, stderr, status);
     the cell's exit status is written to the status pipe, as a one-shot run does.
     """
-    sock = socket.socket(fileno=sock_fd)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.close(4)
     cell_no = 0
@@ -593,7 +738,7 @@ def _session_loop(sock_fd: int, namespace: dict, cpu_per_cell) -> None:
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
         try:
-            msg, fds, _f, _a = socket.recv_fds(sock, 1024, 4)
+            msg, fds = _recv_fds(sock_fd, 1024, 0)
         except OSError:
             os._exit(0)
         if not msg or len(fds) != 4:
@@ -612,14 +757,47 @@ def _session_loop(sock_fd: int, namespace: dict, cpu_per_cell) -> None:
         status = _run_cell(code, namespace, f"cell{cell_no}.py")
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)  # the caller sees end-of-file on the cell's pipes
-        _report(status_fd, {"exit": status})
+        _report(status_fd, status)
         os.close(status_fd)
+
+
+def _add_site_dirs(dirs: list[str]) -> None:
+    """Make the caller's site-packages importable (the worker runs with ``-S``).
+
+    Directories named by ``.pth`` files are added too, but their ``import`` lines are not run:
+    start-up hooks (editable-install finders, this library's included) stay out of the sandbox,
+    and the worker's heap stays small (every page of it is copied into a run that touches it).
+    """
+    for site_dir in dirs:
+        if not os.path.isdir(site_dir) or site_dir in sys.path:
+            continue
+        sys.path.append(site_dir)
+        try:
+            names = sorted(os.listdir(site_dir))
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith(".pth") or name.startswith("."):
+                continue
+            try:
+                with open(os.path.join(site_dir, name), encoding="utf-8") as fh:
+                    lines = fh.read().splitlines()
+            except (OSError, UnicodeDecodeError):
+                continue
+            for line in lines:
+                line = line.strip()
+                if not line or line.startswith(("#", "import ", "import\t")):
+                    continue
+                path = os.path.join(site_dir, line)
+                if os.path.isdir(path) and path not in sys.path:
+                    sys.path.append(path)
 
 
 def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
     work = socket.socket(fileno=int(sys.argv[2]))
     config = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
+    _add_site_dirs(config.get("site_dirs", []))
     try:
         Zygote(sock, work, config).serve()
     except OSError as exc:

@@ -351,3 +351,61 @@ def test_two_sandboxes_never_share_uids(sb):
         sb.run("import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass")
         t.join()
         assert results["slow"].stdout == "survived\n"
+
+
+# ------------------------------------------------------------------ what the fast paths must keep
+def test_threads_are_joined_and_daemons_are_not(sb):
+    r = sb.run(
+        "import threading, time\n"
+        "def late():\n    time.sleep(0.3)\n    print('thread done', flush=True)\n"
+        "threading.Thread(target=late).start()\n"
+        "threading.Thread(target=lambda: time.sleep(100), daemon=True).start()\n"
+        "print('main done', flush=True)"
+    )
+    assert r.ok and r.stdout == "main done\nthread done\n"
+    assert r.wall_time < 5  # the daemon thread is not waited for
+    r = sb.run(
+        "import concurrent.futures as cf\nprint(cf.ThreadPoolExecutor(2).submit(lambda: 6 * 7).result())"
+    )
+    assert r.stdout == "42\n"
+
+
+def test_site_packages_without_startup_hooks(sb):
+    # The worker runs with -S: site-packages are on the path, .pth import hooks are not run, so
+    # an editable install's finder (this library's) does not make `gem` importable in a run.
+    r = sb.run("import numpy\nprint(int(numpy.arange(4).sum()))")
+    assert r.stdout == "6\n", r.stderr
+    r = sb.run("import gem")
+    assert r.reason == "error" and "ModuleNotFoundError" in r.stderr
+
+
+def test_preloaded_sandbox_forks_with_python_hooks():
+    # With preloads the worker uses os.fork() (a preloaded module may rely on its fork hooks).
+    with Sandbox(slots=4, preload=("json",)) as box:
+        a = box.run("import random, json; print(json.dumps(random.random()))").stdout
+        b = box.run("import random, json; print(json.dumps(random.random()))").stdout
+        assert a and b and a != b
+
+
+def test_request_header_formats_agree():
+    from gem.utils import _sandbox_zygote, sandbox
+
+    assert sandbox._HEADER.format == _sandbox_zygote.HEADER.format
+    assert _sandbox_zygote.HEADER.size <= _sandbox_zygote.MAX_HEADER
+    kind, mem, cpu, fsize, nproc = _sandbox_zygote.HEADER.unpack(
+        SandboxLimits(timeout=3).to_wire(session=True)
+    )
+    assert (kind, mem, cpu, fsize, nproc) == (1, 1024 << 20, 3.0, 16 << 20, 16)
+    kind, mem, _cpu, fsize, _n = _sandbox_zygote.HEADER.unpack(
+        SandboxLimits(memory_mb=None, file_size_mb=None).to_wire()
+    )
+    assert (kind, mem, fsize) == (0, -1, -1)
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="per-run uids need root")
+def test_run_dies_with_the_worker(sb):
+    # The death signal is set after the uid switch (a credential change clears it).
+    r = sb.run(
+        "import ctypes\nv = ctypes.c_int(-1)\nctypes.CDLL(None).prctl(2, ctypes.byref(v), 0, 0, 0)\nprint(v.value)"
+    )
+    assert r.stdout == "9\n", r.stderr
