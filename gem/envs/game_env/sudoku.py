@@ -14,6 +14,7 @@ clue too. So a puzzle has at least ``clues`` clues and always exactly one soluti
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any, Optional
@@ -106,19 +107,8 @@ class SudokuEnv(PuzzleEnv[tuple[int, int, int]]):
         return move_reward  # GEM's dense scale: the right digits of a solved puzzle sum to 1
 
     def render(self) -> str:
-        n, b = self.scale, _box(self.scale)
-        width = len(str(n))
-
-        def group(cells: list[str]) -> str:
-            return " | ".join(" ".join(cells[i : i + b]) for i in range(0, n, b))
-
-        header = "   " + group([f"{c + 1:>{width}}" for c in range(n)])
-        lines = [header]
-        for r, row in enumerate(self.board):
-            if r and r % b == 0:
-                lines.append("   " + "-+-".join("-" * (b * (width + 1) - 1) for _ in range(b)))
-            lines.append(f"{r + 1:>2} " + group([f"{v:>{width}}" if v else "." * width for v in row]))
-        return "\n".join(lines)
+        layout, cells = _layout(self.scale)
+        return layout.format(*[cells[v] for row in self.board for v in row])
 
     # ---------------------------------------------------------- agents
     def sample_random_action(self) -> str:
@@ -131,6 +121,23 @@ class SudokuEnv(PuzzleEnv[tuple[int, int, int]]):
 
 
 # ------------------------------------------------------------- grids
+@functools.lru_cache(maxsize=None)
+def _layout(n: int) -> tuple[str, tuple[str, ...]]:
+    """The board's format string for scale ``n`` (one ``{}`` per cell) and each value's cell text."""
+    b, width = _box(n), len(str(n))
+
+    def group(cells: list[str]) -> str:
+        return " | ".join(" ".join(cells[i : i + b]) for i in range(0, n, b))
+
+    lines = ["   " + group([f"{c + 1:>{width}}" for c in range(n)])]
+    for r in range(n):
+        if r and r % b == 0:
+            lines.append("   " + "-+-".join("-" * (b * (width + 1) - 1) for _ in range(b)))
+        lines.append(f"{r + 1:>2} " + group(["{}"] * n))
+    cells = ("." * width,) + tuple(f"{v:>{width}}" for v in range(1, n + 1))
+    return "\n".join(lines), cells
+
+
 def _box(n: int) -> int:
     return math.isqrt(n)
 
