@@ -145,7 +145,19 @@ def _isolate(privileged: bool, want_network_isolation: bool, tmp_mb: int) -> dic
     info["network_isolated"] = want_network_isolation
     try:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        # Module directories under WORK_ROOT (a venv in /tmp, as CI clones make) would vanish under
+        # the private tmpfs: keep a handle on each, then bind it back, read-only, at its own path.
+        under = sorted({r for r in map(os.path.realpath, filter(None, sys.path))
+                        if r.startswith(WORK_ROOT + "/") and os.path.isdir(r)})
+        handles = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in under]
         _mount("gem-sandbox", WORK_ROOT, "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmp_mb}m,mode=0711")
+        for path, handle in handles:
+            os.makedirs(path, 0o755, exist_ok=True)
+            _mount(f"/proc/self/fd/{handle}", path, None, MS_BIND | MS_REC)
+            _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+            os.close(handle)
+        if under:
+            info["notes"].append("module directories kept visible, read-only: " + ", ".join(under))
         exposed = _expose(sys.path)
         if exposed:
             info["notes"].append("made traversable for the runs: " + ", ".join(exposed))
