@@ -139,8 +139,17 @@ def check_step_after_end(env: Env, seed: int = 0, max_steps: int = 500) -> None:
     trajectory, _ = play(env, seed, max_steps=max_steps)
     if not _is_end(*trajectory[-1][2:]):
         return  # random play did not finish an episode; nothing to check here
+    expect_reset_needed(
+        lambda: env.step(env.sample_random_action()),
+        "step() after the episode ended did not raise; start step() with self._check_step() "
+        "and return through self._result(...).",
+    )
+
+
+def expect_reset_needed(step: Callable[[], Any], if_not_raised: str) -> None:
+    """``step()`` (a step after the end) must raise :class:`ResetNeeded` naming ``reset``."""
     try:
-        env.step(env.sample_random_action())
+        step()
     except ResetNeeded as exc:
         if "reset" not in str(exc):
             raise _fail("check_step_after_end", "the ResetNeeded message must tell the user to call reset().")
@@ -151,11 +160,7 @@ def check_step_after_end(env: Env, seed: int = 0, max_steps: int = 500) -> None:
             f"step() after the end raised {type(exc).__name__}; raise gem.errors.ResetNeeded "
             "(call self._check_step() first in step()).",
         ) from exc
-    raise _fail(
-        "check_step_after_end",
-        "step() after the episode ended did not raise; start step() with self._check_step() "
-        "and return through self._result(...).",
-    )
+    raise _fail("check_step_after_end", if_not_raised)
 
 
 def check_hostile_actions(env: Env, seed: int = 0, actions: Optional[dict[str, str]] = None) -> None:

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Optional
 
 from gem.envs.multiagent.base import MultiAgentEnv
-from gem.errors import ResetNeeded
 from gem.utils.env_checker import (
     HOSTILE_ACTIONS,
     TEN_MB,
     EnvCheckError,
+    expect_reset_needed,
     replay_determinism,
     run_checks,
     threads_agree,
@@ -160,20 +160,8 @@ def check_step_after_end(env: MultiAgentEnv, seed: int = 0, max_steps: int = 500
     play(env, seed, max_steps=max_steps)
     if env.agents:
         return  # random play did not finish the game; nothing to check here
-    try:
-        env.step({a: "\\boxed{1}" for a in env.possible_agents})
-    except ResetNeeded as exc:
-        if "reset" not in str(exc):
-            raise _fail("check_step_after_end", "the ResetNeeded message must tell the user to call reset().")
-        return
-    except Exception as exc:
-        raise _fail(
-            "check_step_after_end",
-            f"step() after the end raised {type(exc).__name__}; raise gem.errors.ResetNeeded "
-            "(call self._check_step() first in step()).",
-        ) from exc
-    raise _fail(
-        "check_step_after_end",
+    expect_reset_needed(
+        lambda: env.step({a: "\\boxed{1}" for a in env.possible_agents}),
         "step() after every agent finished did not raise; start step() with self._check_step() and "
         "set self._needs_reset when agents is empty (the base class does both).",
     )
