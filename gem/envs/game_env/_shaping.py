@@ -54,11 +54,5 @@ class ProgressReward:
         self.paid = R.success_reward
         return rest
 
-    def __getstate__(self) -> tuple[bool, float, float]:
-        return self.dense, self.weight, self.paid
-
-    def __setstate__(self, state: tuple[bool, float, float]) -> None:
-        self.dense, self.weight, self.paid = state
-
     def __repr__(self) -> str:
         return f"ProgressReward(dense={self.dense}, weight={self.weight}, paid={self.paid:.4g})"
