@@ -162,6 +162,8 @@ def main() -> None:
         del bm25
         report["bm25_http"] = serve_and_measure(tmp / "bm25", queries, args.clients, "BM25", args.rounds)
 
+        threads = args.threads or None  # dense: torch/faiss threads here and in the server
+        extra = ("--threads", str(threads)) if threads else ()
         if args.dense_index:
             meta = read_meta(args.dense_index)
             with (args.dense_index / DOCS_FILE).open(encoding="utf-8") as handle:
@@ -176,8 +178,6 @@ def main() -> None:
                 "model": meta.get("model"),
             }
             print(f"  dense index (built beforehand): {report['dense_build']}", flush=True)
-            threads = args.threads or None
-            extra = ("--threads", str(threads)) if threads else ()
             dense_queries = [rng.choice(indexed) for _ in range(args.queries)]
             report["dense_http"] = serve_and_measure(args.dense_index, dense_queries, args.clients, "dense", args.rounds, extra)
         elif args.dense_docs:
@@ -187,7 +187,6 @@ def main() -> None:
             except ImportError:
                 print("dense skipped: pip install 'gem-llm[search]'")
             else:
-                threads = args.threads or None
                 if threads:
                     from gem.tools.search_engine.retrievers import set_threads
 
@@ -208,7 +207,6 @@ def main() -> None:
                 print(f"  dense build: {report['dense_build']}", flush=True)
                 dense_queries = [rng.choice(dense.docs)["title"] for _ in range(args.queries)]
                 del dense
-                extra = ("--threads", str(threads)) if threads else ()
                 report["dense_http"] = serve_and_measure(tmp / "dense", dense_queries, args.clients, "dense", args.rounds, extra)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
