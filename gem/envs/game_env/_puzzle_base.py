@@ -132,7 +132,7 @@ class PuzzleEnv(Env, abc.ABC, Generic[MoveT]):
             feedback, reward = self._apply(move)
         except Illegal as exc:
             feedback, reward = f"invalid move: {exc}", R.invalid_action_reward
-        board = f"{BOARD_HEADER}\n{self.render()}\n"
+        board = self._board_block()
         text = f"At turn {turn}, {feedback}\n\n{board}"
         if self._solved():
             return self._result(
@@ -160,7 +160,7 @@ class PuzzleEnv(Env, abc.ABC, Generic[MoveT]):
             float(reward),
             False,
             False,
-            {"suffix": f"{board}\nEnter your move."},
+            {"suffix": self.get_task_suffix(board)},
         )
 
     def get_task_suffix(self, board: Optional[str] = None) -> str:
