@@ -6,6 +6,13 @@ wrong and how to fix it.
 
 from __future__ import annotations
 
+import logging
+import os
+from collections.abc import MutableMapping
+from typing import Any, Optional
+
+logger = logging.getLogger(__name__)
+
 
 class GemError(Exception):
     """Base class of every error GEM raises on purpose."""
@@ -40,6 +47,51 @@ class StepAfterEndWarning(GemWarning):
 
 class DependencyNotInstalled(GemError, ImportError):
     """An optional dependency (a pip extra) that an env or tool needs is missing."""
+
+
+def missing_extra(feature: str, extra: str, package: Optional[str] = None) -> DependencyNotInstalled:
+    """The one error for a missing optional dependency: it names the feature, package and extra.
+
+    ``raise missing_extra("SearchTool", "search", "requests") from exc`` gives
+    ``SearchTool needs requests, from the 'search' extra: pip install 'gem-llm[search]'``.
+    """
+    needs = f"needs {package}, from" if package else "needs"
+    return DependencyNotInstalled(f"{feature} {needs} the {extra!r} extra: pip install 'gem-llm[{extra}]'")
+
+
+class InfrastructureError(GemError, RuntimeError):
+    """A part of GEM's machinery (a grader, a sandbox, a tool's server, a scorer) failed.
+
+    Such a failure is not the agent's fault: it is reported in ``info["infra_error"]`` and counted
+    apart from wrong answers; in strict mode (``GEM_STRICT_INFRA=1``, on in GEM's own tests) it is
+    raised instead.
+    """
+
+
+def strict_infra() -> bool:
+    """Whether infrastructure failures raise (``GEM_STRICT_INFRA=1``)."""
+    return os.environ.get("GEM_STRICT_INFRA", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def report_infra_failure(
+    info: MutableMapping[str, Any], component: str, error: BaseException | str
+) -> dict[str, str]:
+    """Record that ``component`` (``"grader"``, ``"tool:python"``, ``"rg:scorer"``...) failed.
+
+    Sets ``info["infra_error"] = {"component", "type", "message"}``, logs a warning and returns the
+    record; in strict mode raises :class:`InfrastructureError` instead.
+    """
+    if isinstance(error, BaseException):
+        record = {"component": component, "type": type(error).__name__, "message": str(error)[:500]}
+    else:
+        record = {"component": component, "type": "InfrastructureError", "message": str(error)[:500]}
+    if strict_infra():
+        raise InfrastructureError(f"{component} failed: {record['type']}: {record['message']}") from (
+            error if isinstance(error, BaseException) else None
+        )
+    logger.warning("infrastructure failure in %s: %s: %s", component, record["type"], record["message"])
+    info["infra_error"] = record
+    return record
 
 
 class ResourceUnavailable(GemError, RuntimeError):
