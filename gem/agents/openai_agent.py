@@ -1,11 +1,27 @@
-"""``OpenAIAgent``: an LLM behind any OpenAI-compatible chat endpoint (OpenAI, vLLM, SGLang).
+"""``OpenAIAgent``: an LLM behind any OpenAI-compatible chat endpoint (OpenAI, vLLM, SGLang, llama.cpp).
 
 The conversation is kept as chat messages: an optional system prompt, the first observation as a
 ``user`` message, each action as an ``assistant`` message, and each later observation as a
-``user`` message, or a ``tool`` message when the step's info says a tool ran (``info["use_tool"]``
-from :class:`gem.tools.tool_env_wrapper.ToolEnvWrapper`). Tool calls are written in the text of
-the reply (``<python>...</python>``), so tool messages carry no ``tool_call_id``; servers that
-insist on one can take ``tool_role="user"``.
+``user`` message. Every observation is shown with the env's instruction:
+:func:`gem.utils.prompting.user_content` joins ``info["prefix"]``, the observation and
+``info["suffix"]`` (``Put your final answer within \\boxed{}.``) into the message's text.
+
+Tool calling (``tool_calling``):
+
+* ``"text"`` (default): the model writes tool calls in its reply (``<python>...</python>``,
+  ``<search>...</search>``, ``<tool_call>{...}</tool_call>``) and the tool's output comes back as
+  a ``user`` message, which every server and chat template accepts. No ``tool`` message is ever
+  sent in this mode: a ``tool`` message must answer a ``tool_call_id``, and a text call has none.
+* ``"native"``: the request carries ``tools=`` (the OpenAI function schemas in ``info["tools"]``,
+  which :class:`gem.tools.tool_env_wrapper.ToolEnvWrapper` and the tool-using envs provide). When
+  the reply has ``tool_calls``, the first call becomes the action as JSON (``{"id": ..., "type":
+  "function", "function": {"name": ..., "arguments": "..."}}``, which the tools accept), the
+  assistant message carries that call, and the next observation goes back as a ``tool`` message
+  with its ``tool_call_id``. A reply without ``tool_calls`` is the final answer text.
+
+``tool_role`` is kept from earlier versions: ``"tool"`` (default) means a tool's output is a
+``tool`` message exactly when it answers a native call's id (so, only in native mode), a ``user``
+message otherwise; ``"user"`` always sends ``user`` messages and is therefore text mode only.
 
 Requests are retried with exponential backoff (``backoff_s * 2**attempt``, capped at
 ``max_backoff_s``) on timeouts, connection errors, 429 and 5xx; each try has its own ``timeout_s``.
@@ -18,12 +34,14 @@ Every request also carries ``X-Gem-Env-Id`` / ``X-Gem-Seed`` / ``X-Gem-Wrappers`
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import time
 from typing import Any, Optional
 
 from gem.agents.base import Agent
+from gem.utils.prompting import user_content
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +50,7 @@ DEFAULT_MAX_RETRIES = 3
 DEFAULT_BACKOFF_S = 1.0
 DEFAULT_MAX_BACKOFF_S = 30.0
 TOOL_ROLES = ("tool", "user")
+TOOL_CALLING = ("text", "native")
 
 
 class ModelRequestError(RuntimeError):
@@ -67,8 +86,11 @@ class OpenAIAgent(Agent):
         extra_body: extra request fields (``{"top_k": 20}`` for vLLM/SGLang).
         timeout_s: per-request timeout in seconds.
         max_retries: retries after the first try; ``backoff_s``/``max_backoff_s``: their delays.
-        tool_role: ``"tool"`` or ``"user"``, the role of observations produced by a tool.
+        tool_role: ``"tool"`` (a ``tool`` message only for the answer to a native call) or
+            ``"user"`` (always ``user``; text mode only). See the module doc.
         client: an ``openai.AsyncOpenAI`` to share between agents (one per event loop).
+        tool_calling: ``"text"`` (tool calls written in the reply) or ``"native"`` (the server's
+            function calling, with ``tools=`` from ``info["tools"]``). See the module doc.
     """
 
     def __init__(
@@ -89,6 +111,7 @@ class OpenAIAgent(Agent):
         max_backoff_s: float = DEFAULT_MAX_BACKOFF_S,
         tool_role: str = "tool",
         client: Any = None,
+        tool_calling: str = "text",
     ) -> None:
         if not model:
             raise ValueError(
@@ -96,6 +119,11 @@ class OpenAIAgent(Agent):
             )
         if tool_role not in TOOL_ROLES:
             raise ValueError(f"tool_role must be one of {TOOL_ROLES}, got {tool_role!r}.")
+        if tool_calling not in TOOL_CALLING:
+            raise ValueError(f"tool_calling must be one of {TOOL_CALLING}, got {tool_calling!r}.")
+        if tool_calling == "native" and tool_role == "user":
+            raise ValueError("tool_role='user' cannot answer native tool calls (they need tool messages); "
+                             "use tool_role='tool' with tool_calling='native'.")
         if not timeout_s > 0:
             raise ValueError(f"timeout_s must be positive seconds, got {timeout_s!r}.")
         if max_retries < 0 or backoff_s < 0:
@@ -125,6 +153,9 @@ class OpenAIAgent(Agent):
         self.backoff_s = float(backoff_s)
         self.max_backoff_s = float(max_backoff_s)
         self.tool_role = tool_role
+        self.tool_calling = tool_calling
+        self.tools: list[dict[str, Any]] = []  # OpenAI function schemas offered in native mode
+        self._open_call: Optional[str] = None  # id of the native call the next observation answers
         self.headers: dict[str, str] = {}
         self._client = client
         self._loop: Optional[asyncio.AbstractEventLoop] = None
@@ -140,15 +171,32 @@ class OpenAIAgent(Agent):
             self.headers["X-Gem-Wrappers"] = wrappers
 
     def reset(self, observation: str, info: Optional[dict[str, Any]] = None) -> None:
-        """Start a conversation whose first user message is ``observation``."""
+        """Start a conversation whose first user message is ``observation`` with its instruction."""
         self.messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         self.calls = []
-        self._pending = observation
+        self.tools = []
+        self._open_call = None
+        self._update_tools(info)
+        self._pending = user_content(observation, info)
+
+    def _update_tools(self, info: Optional[dict[str, Any]]) -> None:
+        tools = (info or {}).get("tools")
+        if isinstance(tools, list):
+            self.tools = [t for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict)]
 
     def observe(self, observation: str, info: Optional[dict[str, Any]] = None) -> dict[str, Any]:
-        """Append ``observation`` to the history (``tool`` role if ``info["use_tool"]``)."""
-        role = self.tool_role if (info or {}).get("use_tool") else "user"
-        message = {"role": role, "content": observation}
+        """Append ``observation`` (with its instruction) to the history.
+
+        It is a ``tool`` message answering the open native call, if the last reply made one;
+        otherwise a ``user`` message.
+        """
+        self._update_tools(info)
+        content = user_content(observation, info)
+        if self._open_call is not None:
+            message = {"role": "tool", "tool_call_id": self._open_call, "content": content}
+            self._open_call = None
+        else:
+            message = {"role": "user", "content": content}
         self.messages.append(message)
         return message
 
@@ -168,8 +216,14 @@ class OpenAIAgent(Agent):
             self._client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self.api_key, max_retries=0)
         return self._client
 
-    async def complete(self, messages: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
-        """One chat completion with retries: ``(text, call record)``; raises :class:`ModelRequestError`."""
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: Optional[list[dict[str, Any]]] = None
+    ) -> tuple[str, dict[str, Any]]:
+        """One chat completion with retries: ``(text, call record)``; raises :class:`ModelRequestError`.
+
+        ``tools``: function schemas for native tool calling; the reply's calls are in
+        ``record["tool_calls"]`` (``[{"id", "type", "function": {"name", "arguments"}}]``).
+        """
         client = self._get_client()
         start = time.perf_counter()
         attempt = 0
@@ -181,6 +235,7 @@ class OpenAIAgent(Agent):
                     timeout=self.timeout_s,
                     extra_headers=self.headers or None,
                     extra_body=self.extra_body or None,
+                    **({"tools": tools} if tools else {}),
                     **self.sampling,
                 )
                 break
@@ -211,15 +266,27 @@ class OpenAIAgent(Agent):
                 "completion_tokens": getattr(usage, "completion_tokens", 0) or 0,
             },
         }
+        calls = _tool_calls(getattr(choice.message, "tool_calls", None) if choice is not None else None)
+        if calls:
+            record["tool_calls"] = calls
         return text, record
 
     async def aact(self, observation: str, info: Optional[dict[str, Any]] = None) -> str:
         """The model's reply to ``observation`` (appended to the history with the reply)."""
         self._prepare(observation, info)
-        text, record = await self.complete(list(self.messages))
-        self.messages.append({"role": "assistant", "content": text})
+        native = self.tool_calling == "native"
+        text, record = await self.complete(list(self.messages), self.tools if native else None)
+        calls = record.get("tool_calls") if native else None
         self.calls.append(record)
-        return text
+        if not calls:
+            self.messages.append({"role": "assistant", "content": text})
+            return text
+        call = calls[0]  # one action per step: the first call runs, and is the one the history keeps
+        if not call.get("id"):
+            call["id"] = f"call_{len(self.calls)}"
+        self.messages.append({"role": "assistant", "content": text, "tool_calls": [call]})
+        self._open_call = call["id"]
+        return json.dumps(call, ensure_ascii=False)
 
     def act(self, observation: str, info: Optional[dict[str, Any]] = None) -> str:
         """Synchronous :meth:`aact` (runs on the agent's own event loop; use ``aact`` inside one)."""
@@ -243,3 +310,19 @@ class OpenAIAgent(Agent):
                 self._loop.run_until_complete(self._client.close())
             self._loop.close()
         self._loop = None
+
+
+def _tool_calls(raw: Any) -> list[dict[str, Any]]:
+    """A reply's ``tool_calls`` (SDK objects or dicts) as plain JSON-safe dicts; function calls only."""
+    out = []
+    for item in raw or []:
+        item = item.model_dump() if hasattr(item, "model_dump") else item
+        function = item.get("function") if isinstance(item, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            continue
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
+        out.append({"id": str(item.get("id") or ""), "type": "function",
+                    "function": {"name": function["name"], "arguments": arguments}})
+    return out

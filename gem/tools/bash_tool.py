@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
 from gem.tools.base_tool import BaseTool
+from gem.tools.function_call import parse_function_call
 from gem.utils.sandbox import Sandbox, SandboxError, SandboxLimits, SandboxSession
-from gem.utils.parsing import function_call_from_json
 from gem.utils.text import clean_text
 
 logger = logging.getLogger(__name__)
@@ -248,19 +248,6 @@ class SandboxShell:
 _FENCE_OPEN = re.compile(r"```(?:bash|sh|shell|console)[ \t]*\n")
 
 
-def parse_function_call(action: str) -> Optional[tuple[str, dict[str, Any]]]:
-    """``(name, arguments)`` of an OpenAI-style function call written as the action, else ``None``
-    (the forms :func:`gem.utils.parsing.function_call_from_json` reads)."""
-    text = action.strip()
-    if not text.startswith(("{", "[")) or len(text) > MAX_COMMAND_CHARS * 4:
-        return None
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
-        return None
-    return function_call_from_json(data)
-
-
 class BashCall(NamedTuple):
     command: str
     start: int
@@ -319,6 +306,10 @@ class BashTool(BaseTool):
         """The OpenAI function-calling schema of the ``bash`` tool."""
         return json.loads(json.dumps(BASH_SCHEMA))
 
+    def openai_schemas(self) -> list[dict[str, Any]]:
+        """One function, ``bash(command)``."""
+        return [self.tool_schema()]
+
     def instruction_string(self) -> str:
         return (
             "You can run shell commands: write one command line (or a short script) inside "
@@ -343,6 +334,7 @@ class BashTool(BaseTool):
                 self.shell.start(self.files)
             result = self.shell.run(command)
         except (ShellError, SandboxError) as exc:  # the sandbox itself failed: say so, never raise
+            self.record_infra_failure(exc)
             return True, True, f"The shell is not available: {exc}\n", parsed
         return True, result.exit_code != 0, result.render() + "\n", parsed
 

@@ -26,10 +26,11 @@ import copy
 import html
 import json
 import re
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from gem.tools.base_tool import BaseTool
-from gem.tools.bash_tool import SandboxShell, ShellError, parse_function_call
+from gem.tools.bash_tool import SandboxShell, ShellError
+from gem.tools.function_call import parse_function_call
 from gem.utils.sandbox import SandboxError
 
 _PATH = {"type": "string", "description": "file or directory path, relative to the current directory"}
@@ -138,8 +139,13 @@ def request_from_call(name: str, args: dict[str, Any]) -> Optional[dict[str, Any
     return req
 
 
-def run_editor_request(shell: SandboxShell, req: dict[str, Any]) -> tuple[bool, str]:
-    """``(ok, text)`` of one request, run in ``shell``'s session."""
+def run_editor_request(
+    shell: SandboxShell, req: dict[str, Any], on_infra_failure: Optional[Callable[[BaseException], None]] = None
+) -> tuple[bool, str]:
+    """``(ok, text)`` of one request, run in ``shell``'s session.
+
+    ``on_infra_failure`` is called with the error when the workspace itself is unavailable.
+    """
     if "error" in req:
         return False, f"Editor error: {req['error']}."
     try:
@@ -147,6 +153,8 @@ def run_editor_request(shell: SandboxShell, req: dict[str, Any]) -> tuple[bool, 
             shell.start()
         text = shell.python(f"print(_gem_edit({json.dumps(req)!r}))").rstrip("\n")
     except (ShellError, SandboxError) as exc:
+        if on_infra_failure is not None:
+            on_infra_failure(exc)
         return False, f"Editor error: the workspace is not available ({exc})."
     if text.startswith("ERROR:"):
         return False, f"Editor error: {text[6:].strip()}."
@@ -171,6 +179,10 @@ class EditorTool(BaseTool):
     def tool_schemas() -> list[dict[str, Any]]:
         return copy.deepcopy(EDITOR_SCHEMAS)
 
+    def openai_schemas(self) -> list[dict[str, Any]]:
+        """The four editing functions (:data:`EDITOR_SCHEMAS`)."""
+        return self.tool_schemas()
+
     def instruction_string(self) -> str:
         return (
             "You can view and edit files: <view path=\"FILE\"/> (add range=\"A,B\" for lines A..B), "
@@ -191,5 +203,5 @@ class EditorTool(BaseTool):
                 return False, True, "", action
             req, _start, end = found
             parsed = action[:end]
-        ok, text = run_editor_request(self.shell, req)
+        ok, text = run_editor_request(self.shell, req, self.record_infra_failure)
         return True, not ok, text + "\n", parsed

@@ -20,6 +20,10 @@ over stdio (the tool starts the server as a child process) or streamable HTTP (a
 ``"parameters"`` is accepted for ``"arguments"``. GEM's XML form
 ``<tool_call><tool_name>calculate</tool_name><arguments>{...}</arguments></tool_call>`` is accepted as
 well. Only the first ``<tool_call>`` of an action is run; the text after its closing tag is dropped.
+A model that calls functions natively gets every listed tool as an OpenAI ``tools`` entry
+(:meth:`MCPTool.openai_schemas`); its call arrives as the whole action
+(``{"name": "calculate", "arguments": {...}}``). Both forms are read by
+:mod:`gem.tools.function_call`.
 
 **Behaviour.** Every action that contains ``<tool_call>`` is a tool call. A call that is malformed
 (no closing tag, bad JSON, an unknown tool), that the server rejects, that times out, or whose
@@ -35,401 +39,70 @@ for the whole episode; a session that cannot be opened, or that breaks, is retri
 times, ``delay_between_retries`` seconds apart; ``reset()`` closes it, so the next episode starts with a fresh server-side
 state (``session_per_episode=False`` keeps one session for the tool's life instead); the new
 session is opened in the background right after ``reset()`` (``prefetch_sessions``). A session
-whose server went away is reopened at the next call. ``close()`` ends everything.
+whose server went away is reopened at the next call. ``close()`` ends everything. A server that
+cannot be reached, or whose connection is lost, is an infrastructure failure: besides the error
+observation it is recorded for ``info["infra_error"]``.
+
+The machinery lives in its own modules: :mod:`gem.tools.mcp_config` (configurations),
+:mod:`gem.tools.mcp_session` (the event loop and sessions); the names are importable from here too.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import logging
 import os
 import threading
 import weakref
-from contextlib import AsyncExitStack
 from typing import Any, Callable, Optional, Union
 
-from gem.errors import DependencyNotInstalled, ResourceUnavailable
+from gem.errors import ResourceUnavailable, missing_extra
 from gem.tools.base_tool import BaseTool
+from gem.tools.function_call import CLOSE_TAG, MAX_CALL_CHARS, OPEN_TAG, find_function_call, parse_tool_call
+from gem.tools.mcp_config import ServerConfig, auth_headers, normalize_config
+from gem.tools.mcp_session import (
+    CLOSE_TIMEOUT_S,
+    _Connection,
+    _describe_error,
+    _is_connection_lost,
+    _LoopThread,
+    _progress_callback,
+    _session_callbacks,
+    _shutdown,
+    is_timeout_error,
+)
 from gem.utils.text import clean_text, preview
+
+__all__ = [
+    "MCPConnectionError", "MCPTool", "auth_headers", "is_timeout_error", "normalize_config", "parse_tool_call",
+    "MAX_CALL_CHARS", "OPEN_TAG", "CLOSE_TAG", "CLOSE_TIMEOUT_S", "ServerConfig",
+]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_EXECUTION_TIMEOUT_S = 30.0
 DEFAULT_CONNECT_TIMEOUT_S = 30.0
 DEFAULT_MAX_OUTPUT_CHARS = 8000
-MAX_CALL_CHARS = 1_000_000
-CLOSE_TIMEOUT_S = 10.0
-_HTTP_TRANSPORTS = ("http", "streamable-http", "streamable_http")
-_TRANSPORTS = ("stdio",) + _HTTP_TRANSPORTS
-OPEN_TAG, CLOSE_TAG = "<tool_call>", "</tool_call>"
 
-ServerConfig = dict[str, Any]
+
+def _schemas(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Listed tools as OpenAI ``tools`` entries, sorted by name."""
+    return [{"type": "function", "function": {k: t[k] for k in ("name", "description", "parameters")}}
+            for t in sorted(tools, key=lambda t: t["name"])]
 
 
 class MCPConnectionError(ResourceUnavailable, ValueError):
     """The MCP server(s) could not be reached or listed no tools (a ``ValueError`` too, as in the original GEM)."""
 
 
-def is_timeout_error(error: BaseException) -> bool:
-    """Whether ``error`` (or the first leaf of an exception group) is a timeout or a dropped connection.
-
-    True for ``TimeoutError`` and for errors whose message mentions a timeout, ``ETIMEDOUT`` or
-    ``ECONNRESET``, as the original GEM decided.
-    """
-    error = _leaf(error)
-    if isinstance(error, (TimeoutError, asyncio.TimeoutError)):
-        return True
-    text = str(error).lower()
-    return any(word in text for word in ("etimedout", "econnreset", "timeout", "timed out"))
-
-
 def _require_mcp() -> None:
     try:
         import mcp  # noqa: F401
     except ImportError as exc:
-        raise DependencyNotInstalled(
-            "MCPTool needs the official MCP SDK: pip install 'gem-llm[mcp]' (or pip install mcp)."
-        ) from exc
+        raise missing_extra("MCPTool", "mcp", "mcp") from exc
 
 
-def _leaf(exc: BaseException) -> BaseException:
-    """The first leaf of an (anyio) exception group; ``exc`` itself if it is not a group."""
-    while isinstance(getattr(exc, "exceptions", None), (list, tuple)) and exc.exceptions:  # type: ignore[attr-defined]
-        exc = exc.exceptions[0]  # type: ignore[attr-defined]
-    return exc
-
-
-def _describe_error(exc: BaseException) -> str:
-    """``Type: message`` of the first leaf of an (anyio) exception group."""
-    exc = _leaf(exc)
-    text = str(exc) or repr(exc)
-    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
-        return f"timed out{': ' + text if str(exc) else ''}"
-    return f"{type(exc).__name__}: {text}"
-
-
-_CONNECTION_ERRORS = {"ClosedResourceError", "BrokenResourceError", "EndOfStream", "ConnectError",
-                      "RemoteProtocolError", "ReadError", "WriteError", "BrokenPipeError", "ConnectionResetError"}
-
-
-def _is_connection_lost(exc: BaseException) -> bool:
-    """Whether ``exc`` means the session's transport is gone (not a refused or failed request)."""
-    exc = _leaf(exc)
-    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
-        return False
-    return (type(exc).__name__ in _CONNECTION_ERRORS or isinstance(exc, ConnectionError)
-            or "connection closed" in str(exc).lower())
-
-
-# ----------------------------------------------------------------------------- configuration
-def auth_headers(auth: Any, headers: Optional[dict[str, str]] = None) -> dict[str, str]:
-    """``headers`` plus ``Authorization: Bearer <token>`` for ``auth`` (a token string, or an object
-    with a ``token`` attribute such as FastMCP's ``BearerAuth``)."""
-    out = dict(headers or {})
-    if auth is None:
-        return out
-    token = auth if isinstance(auth, str) else getattr(auth, "token", None)
-    if hasattr(token, "get_secret_value"):
-        token = token.get_secret_value()
-    if not isinstance(token, str) or not token:
-        raise ValueError(f"auth must be a bearer token string (or have a .token), got {type(auth).__name__}.")
-    out["Authorization"] = f"Bearer {token}"
-    return out
-
-
-def normalize_config(config: Union[str, dict[str, Any]], headers: Optional[dict[str, str]] = None) -> dict[str, ServerConfig]:
-    """``config`` as ``{server name: {"transport": ..., ...}}``, validated.
-
-    Raises ``ValueError`` saying what is wrong (an unknown transport, a stdio server without a
-    command, an HTTP server without a URL).
-    """
-    if isinstance(config, str):
-        servers: dict[str, Any] = {"default": {"url": config}}
-    elif isinstance(config, dict) and "mcpServers" in config:
-        servers = config["mcpServers"]
-        if not isinstance(servers, dict) or not servers:
-            raise ValueError('"mcpServers" must be a non-empty dict of {name: server config}.')
-    elif isinstance(config, dict):
-        servers = {"default": config}
-    else:
-        raise ValueError(
-            f"MCPTool config must be a URL string or a dict (one server, or {{'mcpServers': {{...}}}}), "
-            f"got {type(config).__name__}."
-        )
-    out: dict[str, ServerConfig] = {}
-    for name, entry in servers.items():
-        if not isinstance(entry, dict):
-            raise ValueError(f"MCP server {name!r}: its config must be a dict, got {type(entry).__name__}.")
-        entry = dict(entry)
-        transport = entry.get("transport") or ("stdio" if "command" in entry else "http")
-        if transport not in _TRANSPORTS:
-            raise ValueError(f"MCP server {name!r}: unknown transport {transport!r}; use one of {', '.join(_TRANSPORTS)}.")
-        if transport == "stdio":
-            if not isinstance(entry.get("command"), str) or not entry["command"]:
-                raise ValueError(f"MCP server {name!r}: a stdio server needs a 'command' (the executable).")
-            args = entry.get("args", [])
-            if not isinstance(args, (list, tuple)) or not all(isinstance(a, str) for a in args):
-                raise ValueError(f"MCP server {name!r}: 'args' must be a list of strings.")
-            out[name] = {"transport": "stdio", "command": entry["command"], "args": list(args),
-                         "env": entry.get("env"), "cwd": entry.get("cwd")}
-        else:
-            url = entry.get("url")
-            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-                raise ValueError(f"MCP server {name!r}: an HTTP server needs a 'url' starting with http:// or https://, got {url!r}.")
-            server_headers = {**(headers or {}), **(entry.get("headers") or {})}
-            out[name] = {"transport": "http", "url": url, "headers": server_headers}
-    return out
-
-
-# ------------------------------------------------------------------------- action parsing
-def parse_tool_call(action: str) -> tuple[bool, Optional[str], Optional[dict[str, Any]], str, str]:
-    """Find the first tool call in ``action``.
-
-    Returns ``(found, name, arguments, parsed_action, error)``: ``found`` is whether ``action``
-    contains ``<tool_call>``; when the call is malformed ``name``/``arguments`` are ``None`` and
-    ``error`` says why. ``parsed_action`` is ``action`` up to the end of the call.
-    """
-    start = action.find(OPEN_TAG)
-    if start < 0:
-        return False, None, None, action, ""
-    end = action.find(CLOSE_TAG, start)
-    if end < 0:
-        return True, None, None, action, f"the tool call has no closing {CLOSE_TAG} tag"
-    parsed_action = action[: end + len(CLOSE_TAG)]
-    body = action[start + len(OPEN_TAG) : end].strip()
-    if len(body) > MAX_CALL_CHARS:
-        return True, None, None, parsed_action, f"the tool call is too long ({len(body)} characters, at most {MAX_CALL_CHARS})"
-    if body.startswith("<tool_name>"):
-        name_end = body.find("</tool_name>")
-        if name_end < 0:
-            return True, None, None, parsed_action, "<tool_name> has no closing </tool_name> tag"
-        name: Any = body[len("<tool_name>") : name_end].strip()
-        rest = body[name_end + len("</tool_name>") :].strip()
-        raw_args: Any = "{}"
-        if rest:
-            if not (rest.startswith("<arguments>") and rest.endswith("</arguments>")):
-                return True, None, None, parsed_action, "after </tool_name> expected <arguments>{...}</arguments>"
-            raw_args = rest[len("<arguments>") : -len("</arguments>")].strip() or "{}"
-    else:
-        try:
-            call = json.loads(body)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            return True, None, None, parsed_action, f"the tool call is not valid JSON ({getattr(exc, 'msg', exc)})"
-        if not isinstance(call, dict) or "name" not in call:
-            return True, None, None, parsed_action, 'the tool call must be a JSON object with "name" and "arguments"'
-        name = call["name"]
-        raw_args = call.get("arguments", call.get("parameters", {}))
-    if not isinstance(name, str) or not name:
-        return True, None, None, parsed_action, "the tool name must be a non-empty string"
-    if isinstance(raw_args, str):
-        try:
-            raw_args = json.loads(raw_args) if raw_args.strip() else {}
-        except (json.JSONDecodeError, RecursionError) as exc:
-            return True, name, None, parsed_action, f"the arguments are not valid JSON ({getattr(exc, 'msg', exc)})"
-    if raw_args is None:
-        raw_args = {}
-    if not isinstance(raw_args, dict):
-        return True, name, None, parsed_action, f"the arguments must be a JSON object, got {type(raw_args).__name__}"
-    try:
-        json.dumps(raw_args, ensure_ascii=False).encode("utf-8")
-    except (UnicodeEncodeError, ValueError):
-        return True, name, None, parsed_action, "the arguments contain characters that cannot be sent (lone surrogates)"
-    return True, name, raw_args, parsed_action, ""
-
-
-# ------------------------------------------------------------------------ event loop thread
-class _LoopThread:
-    """An asyncio event loop running in a daemon thread; ``submit`` runs a coroutine on it."""
-
-    def __init__(self, name: str) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
-
-    def submit(self, coro: Any, timeout: Optional[float]) -> Any:
-        """Run ``coro`` on the loop and wait for its result (``TimeoutError`` after ``timeout``)."""
-        if threading.current_thread() is self.thread:
-            coro.close()
-            raise RuntimeError("MCPTool's synchronous API cannot be called from its own event loop thread.")
-        if self.loop.is_closed() or not self.thread.is_alive():
-            coro.close()
-            raise RuntimeError("this MCPTool is closed; build a new one.")
-        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        try:
-            return future.result(timeout)
-        except TimeoutError:
-            future.cancel()
-            raise
-
-    def stop(self) -> None:
-        if self.loop.is_closed():
-            return
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(CLOSE_TIMEOUT_S)
-        if not self.thread.is_alive():
-            self.loop.close()
-
-
-# ---------------------------------------------------------------------------- one connection
-class _Connection:
-    """One open MCP session, held by a task on the tool's loop (anyio scopes must exit in the task
-    that entered them, so one task opens the transport and the session, and later closes both)."""
-
-    def __init__(self, name: str, server: ServerConfig, stderr: Any, callbacks: Optional[dict[str, Any]] = None) -> None:
-        self.name, self.server, self.stderr = name, server, stderr
-        self.callbacks = callbacks or {}
-        self.session: Any = None
-        self.shut = False  # set when the tool closes: no session may be opened after that
-        self._task: Optional[asyncio.Task] = None
-        self._closing: Optional[asyncio.Event] = None
-
-    @property
-    def alive(self) -> bool:
-        return self.session is not None and self._task is not None and not self._task.done()
-
-    def _transport(self) -> Any:
-        if self.server["transport"] == "stdio":
-            from mcp import StdioServerParameters, stdio_client
-
-            params = StdioServerParameters(
-                command=self.server["command"], args=self.server["args"],
-                env=self.server.get("env"), cwd=self.server.get("cwd"),
-            )
-            return stdio_client(params, errlog=self.stderr)
-        from mcp.client.streamable_http import streamable_http_client
-
-        http_client = None
-        if self.server.get("headers"):
-            from mcp.shared._httpx_utils import create_mcp_http_client
-
-            http_client = create_mcp_http_client(headers=self.server["headers"])
-        return streamable_http_client(self.server["url"], http_client=http_client)
-
-    async def open(self, timeout: float) -> None:
-        if self.shut:
-            raise RuntimeError("this MCPTool is closed; build a new one.")
-        loop = asyncio.get_running_loop()
-        ready: asyncio.Future = loop.create_future()
-        self._closing = asyncio.Event()
-        self._task = loop.create_task(self._hold(ready, self._closing))
-        try:
-            await asyncio.wait_for(asyncio.shield(ready), timeout)
-        except BaseException:
-            await self.close()
-            raise
-
-    async def _hold(self, ready: asyncio.Future, closing: asyncio.Event) -> None:
-        from mcp import ClientSession
-
-        session = None
-        try:
-            async with AsyncExitStack() as stack:
-                streams = await stack.enter_async_context(self._transport())
-                session = await stack.enter_async_context(ClientSession(streams[0], streams[1], **self.callbacks))
-                await session.initialize()
-                self.session = session
-                if not ready.done():
-                    ready.set_result(None)
-                await closing.wait()
-        except BaseException as exc:  # noqa: BLE001 -- reported to the opener or logged
-            if not ready.done():
-                ready.set_exception(exc if isinstance(exc, Exception) else ConnectionError(_describe_error(exc)))
-            elif not isinstance(exc, asyncio.CancelledError):
-                logger.warning("MCP session with server %r ended: %s", self.name, _describe_error(exc))
-            if isinstance(exc, asyncio.CancelledError):
-                raise
-        finally:
-            if self.session is session:
-                self.session = None
-
-    async def close(self) -> None:
-        task, self._task = self._task, None
-        if self._closing is not None:
-            self._closing.set()
-        if task is not None and not task.done():
-            if self.session is None:  # still opening: nothing to close politely
-                task.cancel()
-            done, _ = await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_S)
-            if not done:
-                task.cancel()
-                await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_S)
-        self.session = None
-
-
-def _shutdown(loop_thread: _LoopThread, connections: dict[str, _Connection], stderr: Any) -> None:
-    """Close every session, stop the loop and release the stderr sink (also run at garbage collection)."""
-    if not loop_thread.loop.is_closed() and loop_thread.thread.is_alive():
-        async def close_all() -> None:
-            for connection in connections.values():
-                connection.shut = True
-            await asyncio.gather(*(c.close() for c in connections.values()), return_exceptions=True)
-
-        try:
-            loop_thread.submit(close_all(), CLOSE_TIMEOUT_S * 2)
-        except Exception as exc:  # noqa: BLE001 -- best effort on the way out
-            logger.debug("closing MCP sessions failed: %s", _describe_error(exc))
-    loop_thread.stop()
-    if stderr is not None and not stderr.closed:
-        stderr.close()
-
-
-async def _call_handler(handler: Callable[..., Any], *args: Any) -> Any:
-    result = handler(*args)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
-
-
-def _session_callbacks(log_handler: Optional[Callable[..., Any]], sampling_handler: Optional[Callable[..., Any]]) -> dict[str, Any]:
-    """``ClientSession`` callbacks that call the original GEM-style handlers (sync or async)."""
-    callbacks: dict[str, Any] = {}
-    if log_handler is not None:
-        async def on_log(params: Any) -> None:
-            try:
-                await _call_handler(log_handler, params)
-            except Exception:  # noqa: BLE001 -- a broken handler must not break the session
-                logger.exception("the MCP log_handler raised")
-
-        callbacks["logging_callback"] = on_log
-    if sampling_handler is not None:
-        async def on_sampling(context: Any, params: Any) -> Any:
-            from mcp import types
-
-            try:
-                text = await _call_handler(sampling_handler, params.messages, params, context)
-            except Exception as exc:  # noqa: BLE001 -- the server gets an error, the episode goes on
-                logger.exception("the MCP sampling_handler raised")
-                return types.ErrorData(code=types.INTERNAL_ERROR, message=f"sampling failed: {exc}")
-            if isinstance(text, (types.CreateMessageResult, types.ErrorData)):
-                return text
-            return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=str(text)),
-                                             model="gem-sampling-handler")
-
-        callbacks["sampling_callback"] = on_sampling
-    return callbacks
-
-
-def _progress_callback(progress_handler: Optional[Callable[..., Any]]) -> Optional[Callable[..., Any]]:
-    """A ``call_tool`` progress callback that calls ``progress_handler(progress, total, message)``."""
-    if progress_handler is None:
-        return None
-
-    async def on_progress(progress: float, total: Optional[float], message: Optional[str]) -> None:
-        try:
-            await _call_handler(progress_handler, progress, total, message)
-        except Exception:  # noqa: BLE001
-            logger.exception("the MCP progress_handler raised")
-
-    return on_progress
-
-
-# ---------------------------------------------------------------------------------- the tool
 class MCPTool(BaseTool):
     """Tools of MCP servers, callable with ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``.
 
@@ -691,6 +364,7 @@ class MCPTool(BaseTool):
         try:
             self.list_tools()
         except ResourceUnavailable as exc:
+            self.record_infra_failure(exc)
             return True, f"Error: {exc}"
         route = self._routes.get(name)
         if route is None:
@@ -701,6 +375,8 @@ class MCPTool(BaseTool):
         except (TimeoutError, asyncio.TimeoutError):
             return True, f"Error: the call to {name} timed out after {self.execution_timeout:g} s"
         except Exception as exc:  # noqa: BLE001 -- a server failure is an observation, not a crash
+            if _is_connection_lost(exc):
+                self.record_infra_failure(exc)
             return True, f"Error: the call to {name} failed: {preview(_describe_error(exc), 1000)}"
         is_error = bool(getattr(result, "is_error", getattr(result, "isError", False)))
         return is_error, self._render(result)
@@ -727,11 +403,7 @@ class MCPTool(BaseTool):
 
     def instruction_string(self) -> str:
         """How to call the tools, with each tool's name, description and JSON schema."""
-        functions = "\n".join(
-            json.dumps({"type": "function", "function": {k: t[k] for k in ("name", "description", "parameters")}},
-                       ensure_ascii=False)
-            for t in sorted(self.list_tools(), key=lambda t: t["name"])
-        )
+        functions = "\n".join(json.dumps(entry, ensure_ascii=False) for entry in _schemas(self.list_tools()))
         return (
             "You can call the tools listed below. To call one, write exactly one call in this form and "
             f"stop; the result comes back {'in <tool_response></tool_response>' if self.wrap_observation else 'as the next message'}:\n"
@@ -740,15 +412,37 @@ class MCPTool(BaseTool):
             f"<tools>\n{functions}\n</tools>"
         )
 
+    def openai_schemas(self) -> list[dict[str, Any]]:
+        """Every tool of the servers as an OpenAI ``tools`` entry (listing them if needed).
+
+        Empty when the servers cannot be reached (the failure is recorded for ``info["infra_error"]``).
+        """
+        try:
+            tools = self.list_tools()
+        except ResourceUnavailable as exc:
+            self.record_infra_failure(exc)
+            return []
+        return _schemas(tools)
+
+    def _native_call(self, action: str) -> Optional[tuple[str, dict[str, Any], str]]:
+        """A whole-action function call of one of the listed tools (only when they are listed already)."""
+        if self._tools is None or not action.lstrip().startswith(("{", "[")):
+            return None
+        return find_function_call(action, self._routes)
+
     def has_call(self, action: str) -> bool:
         """Whether ``action`` holds a tool call (well-formed or not), without running anything."""
-        return isinstance(action, str) and OPEN_TAG in action
+        return isinstance(action, str) and (OPEN_TAG in action or self._native_call(action) is not None)
 
     def execute_action(self, action: str) -> tuple[bool, bool, str, str]:
-        """Run the first ``<tool_call>`` in ``action``; see the module doc for the format."""
+        """Run the first ``<tool_call>`` in ``action`` (or the function call that the whole action is)."""
         if not isinstance(action, str):
             action = clean_text(action)
-        found, name, arguments, parsed_action, error = parse_tool_call(action)
+        native = self._native_call(action)
+        if native is not None:
+            found, (name, arguments, parsed_action), error = True, native, ""
+        else:
+            found, name, arguments, parsed_action, error = parse_tool_call(action)
         if not found:
             return False, False, "", action
         if error:

@@ -4,6 +4,10 @@ The code runs in :mod:`gem.utils.sandbox` (own uid, no network, limits on time, 
 and output), once, exactly as written: no retry with extra imports. With ``stateful=True`` the
 tool is a notebook: cells of one episode run in one persistent interpreter, so variables survive
 from call to call; :meth:`PythonCodeTool.reset` (called on env reset) starts a fresh one.
+
+A model that calls functions natively calls ``python`` with ``{"code": "..."}``
+(:meth:`PythonCodeTool.openai_schemas`). A sandbox that cannot run at all is an infrastructure
+failure, recorded for ``info["infra_error"]``; the agent's code failing is an ordinary tool error.
 """
 
 from __future__ import annotations
@@ -12,9 +16,10 @@ import logging
 from typing import Any
 
 from gem.tools.base_tool import BaseTool
+from gem.tools.function_call import find_function_call, function_schema
 from gem.utils.constants import COMMON_IMPORTS
 from gem.utils.parsing import extract_first_python_block
-from gem.utils.sandbox import Sandbox, SandboxLimits, SandboxResult, SandboxSession, default_sandbox
+from gem.utils.sandbox import Sandbox, SandboxError, SandboxLimits, SandboxResult, SandboxSession, default_sandbox
 
 logger = logging.getLogger(__name__)
 
@@ -22,6 +27,9 @@ DEFAULT_TOOL_TIMEOUT = 5.0
 DEFAULT_MAX_OUTPUT_CHARS = 4000
 RESULT_PREFIX = "Code execution result: "
 SANDBOX_TYPES = ("none", "bwrap", "auto")  # GEM's values; our sandbox always applies
+FUNCTION_NAME = "python"
+
+
 def truncate_middle(text: str, limit: int) -> str:
     """``text`` cut to about ``limit`` characters: the head and the tail, with a marker between."""
     if limit <= 0 or len(text) <= limit:
@@ -95,8 +103,20 @@ class PythonCodeTool(BaseTool):
             f'"{RESULT_PREFIX.strip()}". ' + state + "Return your final answer within \\boxed{}."
         )
 
+    def openai_schemas(self) -> list[dict[str, Any]]:
+        """One function, ``python(code)``."""
+        return [function_schema(
+            FUNCTION_NAME,
+            "Run Python code in a sandbox (no network) and return what it prints (stdout, then stderr).",
+            {"code": {"type": "string", "description": "the Python program to run; print what you want to see"}},
+        )]
+
     def _parse_action(self, action: str) -> tuple[str | None, str, bool]:
         """``(code, action cut after the block, found)`` as GEM's tool returns them."""
+        call = find_function_call(action, (FUNCTION_NAME,))
+        if call is not None:
+            code = call[1].get("code")
+            return (code if isinstance(code, str) else None), call[2], True
         found = extract_first_python_block(action)
         if found is None:
             return None, action, False
@@ -108,11 +128,17 @@ class PythonCodeTool(BaseTool):
         if not isinstance(action, str):
             action = str(action)
         code, parsed_action, found = self._parse_action(action)
-        if not found or code is None:
+        if not found:
             return False, True, "", action
+        if code is None:
+            return True, True, 'The python call needs a string "code" argument.\n', parsed_action
         if self.auto_imports:
             code = COMMON_IMPORTS + code
-        result = self.run(code)
+        try:
+            result = self.run(code)
+        except SandboxError as exc:  # the sandbox itself failed: not the agent's code
+            self.record_infra_failure(exc)
+            return True, True, f"The Python sandbox is not available: {exc}\n", parsed_action
         return True, not result.ok, self.format_result(result), parsed_action
 
     def run(self, code: str) -> SandboxResult:

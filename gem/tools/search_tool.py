@@ -10,12 +10,19 @@ again in JSON (``{"queries": [...]}``, the Search-R1 shape), and the tool rememb
 answer is read as msgpack or JSON by its content type. The server's
 address comes from ``search_url`` or the ``SEARCH_URL`` environment variable. A server that is
 down, slow or answers garbage never breaks the episode: the observation says what went wrong and
-``has_error`` is ``True``. The tool is thread-safe (each thread has its own HTTP session), so one
-instance can serve a vector env on threads.
+``has_error`` is ``True``, and the failure is recorded as an infrastructure failure (the wrapper
+puts it in ``info["infra_error"]``). The tool is thread-safe (each thread has its own HTTP session),
+so one instance can serve a vector env on threads.
+
+A model that calls functions natively calls ``search`` with ``{"query": "..."}``
+(:meth:`SearchTool.openai_schemas`). Building the tool without ``requests`` installed raises
+:class:`gem.errors.DependencyNotInstalled` naming the ``search`` extra; without ``msgspec`` a
+msgpack request becomes an error observation that says so.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import re
@@ -24,7 +31,9 @@ import time
 from typing import Any, Optional
 from urllib.parse import urlsplit
 
+from gem.errors import missing_extra
 from gem.tools.base_tool import BaseTool
+from gem.tools.function_call import find_function_call, function_schema
 from gem.utils.text import clean_text, preview
 
 logger = logging.getLogger(__name__)
@@ -40,6 +49,7 @@ MSGPACK_TYPES = ("application/msgpack", "application/x-msgpack", "application/vn
 _FORMAT_REFUSED = {400, 415, 422}  # a server that does not read this body format answers one of these
 
 _SEARCH = re.compile(r"<search>(.*?)</search>", re.DOTALL)
+FUNCTION_NAME = "search"
 _RETRY_STATUS = {429, 500, 502, 503, 504}
 
 
@@ -73,6 +83,8 @@ class SearchTool(BaseTool):
         wrap_observation: bool = False,
     ) -> None:
         super().__init__(num_workers)
+        if importlib.util.find_spec("requests") is None:
+            raise missing_extra("SearchTool", "search", "requests")
         if isinstance(topk, bool) or not isinstance(topk, int) or topk < 1:
             raise ValueError(f"topk must be a positive integer, got {topk!r}.")
         if not isinstance(timeout, (int, float)) or timeout <= 0:
@@ -110,15 +122,32 @@ class SearchTool(BaseTool):
             "  <answer> your answer here </answer>"
         )
 
+    def openai_schemas(self) -> list[dict[str, Any]]:
+        """One function, ``search(query)``."""
+        return [function_schema(
+            FUNCTION_NAME,
+            f"Search the document collection and return the top {self.topk} documents for the query.",
+            {"query": {"type": "string", "description": "what to search for"}},
+        )]
+
+    def _find_query(self, action: str) -> Optional[tuple[str, str]]:
+        """``(raw query, action cut after the call)`` of the first search call, else ``None``."""
+        call = find_function_call(action, (FUNCTION_NAME,))
+        if call is not None:
+            query = call[1].get("query")
+            return (query if isinstance(query, str) else ""), call[2]
+        match = _SEARCH.search(action)
+        return None if match is None else (match.group(1), action[: match.end()])
+
     def execute_action(self, action: str) -> tuple[bool, bool, str, str]:
-        """``(is_parsed, has_error, observation, parsed_action)`` for the first ``<search>`` call."""
+        """``(is_parsed, has_error, observation, parsed_action)`` for the first search call. Never raises."""
         if not isinstance(action, str):
             return False, True, "", ""
-        match = _SEARCH.search(action)
-        if match is None:
+        found = self._find_query(action)
+        if found is None:
             return False, True, "", ""
-        parsed_action = action[: match.end()]
-        query = clean_text(match.group(1)).strip()
+        raw_query, parsed_action = found
+        query = clean_text(raw_query).strip()
         if not query:
             return True, True, self._observation("Your search query was empty; write it between <search> and </search>."), parsed_action
         if len(query) > MAX_QUERY_CHARS:
@@ -130,16 +159,17 @@ class SearchTool(BaseTool):
             )
         try:
             documents = self.search(query)
-        except SearchError as exc:
+        except (SearchError, ImportError) as exc:  # the server or the client side failed, not the query
             logger.warning("Search for %r failed: %s", preview(query, 80), exc)
+            self.record_infra_failure(exc)
             return True, True, self._observation(f"[SearchTool Error: {exc}]"), parsed_action
         if not documents:
             return True, False, self._observation(f"No documents found for: {preview(query)}"), parsed_action
         return True, False, self._observation(format_documents(documents)), parsed_action
 
     def has_call(self, action: str) -> bool:
-        """Whether ``action`` holds a ``<search>...</search>`` call (without running it)."""
-        return isinstance(action, str) and _SEARCH.search(action) is not None
+        """Whether ``action`` holds a search call (without running it)."""
+        return isinstance(action, str) and self._find_query(action) is not None
 
     def __getstate__(self) -> dict[str, Any]:
         # Sessions are per thread and not copyable; a copy (spawn, pickling) opens its own.
@@ -238,7 +268,7 @@ def _msgpack() -> Any:
     try:
         import msgspec
     except ImportError as exc:
-        raise SearchError("msgpack requests need msgspec: pip install 'gem-llm[search]' (or use wire_format='json')") from exc
+        raise SearchError(f"{missing_extra('msgpack requests', 'search', 'msgspec')} (or use wire_format='json')") from exc
     return msgspec.msgpack
 
 

@@ -19,11 +19,24 @@ Limits (GEM's semantics, plus a turn cap so no episode can run forever):
 Rewards of a tool call: ``tool_reward`` for any call, plus ``tool_success_reward`` when it ran
 cleanly or ``tool_execute_error_reward`` when it failed (GEM's names).
 
-``info`` of every step: ``use_tool`` (this step was a tool call), ``tool_use_counter``,
-``tool_success_counter``, ``tool_error_counter``, ``tool_use_counts`` (calls per tool type),
-``turn_counter``; for a tool call also ``parsed_action`` (the action cut after the call) and
-``tool_type``. ``reset`` puts the previous episode's totals in ``prev_ep_tool_use_counter`` and
+``info`` of every step: ``use_tool`` (this step was a tool call), ``tool_bonus`` (the part of
+this step's reward that the tool rules gave: the whole reward of a tool call, 0.0 on any other
+step, so the task's own reward is ``reward - tool_bonus``), ``tools`` (below),
+``tool_use_counter``, ``tool_success_counter``, ``tool_error_counter``, ``tool_use_counts`` (calls
+per tool type), ``turn_counter``; for a tool call also ``parsed_action`` (the action cut after the
+call), ``tool_type``, ``tool_error`` and, when the action was a function call carrying an ``"id"``,
+``tool_call_id``. ``reset`` puts the previous episode's totals in ``prev_ep_tool_use_counter`` and
 ``prev_ep_tool_success_counter``.
+
+Native function calling: ``info["tools"]`` (in ``reset`` and every ``step``) lists the OpenAI
+``tools`` entries of the inner env (its own ``info["tools"]``, if any) and of every tool
+(:meth:`BaseTool.openai_schemas`). An action that is one such call as JSON
+(``{"name": "python", "arguments": {"code": "..."}}``, what :class:`gem.agents.OpenAIAgent` sends
+for a ``tool_calls`` reply) runs that tool like its written form.
+
+A tool whose machinery fails (its sandbox, its search or MCP server; not the agent's code) is
+reported with :func:`gem.errors.report_infra_failure` as ``info["infra_error"]`` with component
+``"tool:<tool_type>"``; so is a tool that raises. The agent sees an error observation either way.
 
 Tools may be given as instances or as factories (a class or any zero-argument callable that
 returns a tool). Every wrapper owns its own tool state: an instance that another live wrapper
@@ -43,8 +56,9 @@ import weakref
 from typing import Any, Callable, Optional, Sequence, Union
 
 from gem.core import Env, EnvWrapper, StepResult
-from gem.errors import GemError
+from gem.errors import GemError, report_infra_failure
 from gem.tools.base_tool import BaseTool
+from gem.tools.function_call import function_call_id
 from gem.utils.text import preview
 
 logger = logging.getLogger(__name__)
@@ -164,6 +178,7 @@ class ToolEnvWrapper(EnvWrapper):
         self.max_turns = max_turns
         self.truncate_on_tool_limit = truncate_on_tool_limit
         self._lock = threading.RLock()
+        self._schemas: list[dict[str, Any]] = []
         self._zero_counters()
         self.prev_ep_tool_use_counter = 0
         self.prev_ep_tool_success_counter = 0
@@ -190,7 +205,8 @@ class ToolEnvWrapper(EnvWrapper):
             if len(self.tools) > 1:
                 instructions = f"Available tools:\n{instructions}"
             info = dict(info)
-            info.update(self._counters(), use_tool=False)
+            self._schemas = self._tool_schemas(info)
+            info.update(self._counters(), use_tool=False, tool_bonus=0.0)
             info["prev_ep_tool_use_counter"] = self.prev_ep_tool_use_counter
             info["prev_ep_tool_success_counter"] = self.prev_ep_tool_success_counter
             return f"{obs}\n{instructions}", info
@@ -207,32 +223,48 @@ class ToolEnvWrapper(EnvWrapper):
             capped = self.max_tool_uses is not None and self.tool_use_counter >= self.max_tool_uses
             if not capped:
                 for tool in self.tools:
-                    found, has_error, observation, parsed_action = self._execute(tool, action)
+                    found, has_error, observation, parsed_action, failure = self._execute(tool, action)
                     if found:
                         if verbose:
                             logger.info("Tool %s ran (%s); tool uses this episode: %d", tool.tool_type,
                                         "error" if has_error else "ok", self.tool_use_counter + 1)
-                        return self._tool_result(tool, has_error, observation, parsed_action)
+                        result = self._tool_result(tool, has_error, observation, parsed_action, action)
+                        if failure is not None:
+                            report_infra_failure(result[4], f"tool:{tool.tool_type}", failure)
+                        return result
             elif self.truncate_on_tool_limit and any(self._holds_call(tool, action) for tool in self.tools):
-                info = {**self._counters(), "use_tool": False, "tool_limit_reached": True}
+                info = {**self._counters(), "use_tool": False, "tool_bonus": 0.0, "tool_limit_reached": True}
                 return self._result(TOOL_LIMIT_TRUNCATED, 0.0, False, True, info)
             obs, reward, terminated, truncated, info = self.env.step(action)
             info = dict(info)
             if not (terminated or truncated) and self._turns_exhausted():
                 truncated = True
                 obs += TURN_LIMIT_NOTICE
-            info.update(self._counters(), use_tool=False)
+            info.update(self._counters(), use_tool=False, tool_bonus=0.0)
             return self._result(obs, reward, terminated, truncated, info)
 
     # --------------------------------------------------------------------------- helpers
-    def _execute(self, tool: BaseTool, action: str) -> tuple[bool, bool, str, str]:
-        """The tool's answer; a tool that raises becomes a failed call (it must not crash the episode)."""
+    def _tool_schemas(self, info: dict[str, Any]) -> list[dict[str, Any]]:
+        """The inner env's ``info["tools"]`` and every tool's OpenAI schemas, each name once."""
+        schemas, names = [], set()
+        for schema in list(info.get("tools") or []) + [s for tool in self.tools for s in tool.openai_schemas()]:
+            name = schema.get("function", {}).get("name") if isinstance(schema, dict) else None
+            if name not in names:
+                names.add(name)
+                schemas.append(schema)
+        return schemas
+
+    def _execute(self, tool: BaseTool, action: str) -> tuple[bool, bool, str, str, Optional[BaseException]]:
+        """The tool's answer and its infrastructure failure, if any; a tool that raises becomes a
+        failed call (it must not crash the episode) and is reported as such a failure."""
         try:
             found, has_error, observation, parsed_action = tool.execute_action(action)
         except Exception as exc:  # noqa: BLE001 -- a broken tool is reported to the agent, and logged
             logger.exception("%s raised on an action", type(tool).__name__)
-            return True, True, f"The {tool.tool_type} tool failed: {preview(f'{type(exc).__name__}: {exc}')}", action
-        return bool(found), bool(has_error), observation, parsed_action
+            tool.take_infra_failure()
+            text = f"The {tool.tool_type} tool failed: {preview(f'{type(exc).__name__}: {exc}')}"
+            return True, True, text, action, exc
+        return bool(found), bool(has_error), observation, parsed_action, tool.take_infra_failure()
 
     @staticmethod
     def _holds_call(tool: BaseTool, action: str) -> bool:
@@ -248,7 +280,7 @@ class ToolEnvWrapper(EnvWrapper):
             return bool(result[-1])  # GEM's parsers end with is_valid
         return bool(result)
 
-    def _tool_result(self, tool: BaseTool, has_error: bool, observation: str, parsed_action: str) -> StepResult:
+    def _tool_result(self, tool: BaseTool, has_error: bool, observation: str, parsed_action: str, action: str) -> StepResult:
         self.tool_use_counter += 1
         self.tool_use_counts[tool.tool_type] = self.tool_use_counts.get(tool.tool_type, 0) + 1
         reward = self.tool_reward
@@ -263,8 +295,11 @@ class ToolEnvWrapper(EnvWrapper):
         truncated = self._turns_exhausted()
         if truncated:
             observation += TURN_LIMIT_NOTICE
-        info = {**self._counters(), "use_tool": True, "tool_type": tool.tool_type,
+        info = {**self._counters(), "use_tool": True, "tool_bonus": reward, "tool_type": tool.tool_type,
                 "parsed_action": parsed_action, "tool_error": has_error}
+        call_id = function_call_id(action)
+        if call_id is not None:
+            info["tool_call_id"] = call_id
         return self._result(observation, reward, False, truncated, info)
 
     def _turns_exhausted(self) -> bool:
@@ -272,6 +307,7 @@ class ToolEnvWrapper(EnvWrapper):
 
     def _counters(self) -> dict[str, Any]:
         return {
+            "tools": list(self._schemas),
             "tool_use_counter": self.tool_use_counter,
             "tool_success_counter": self.tool_success_counter,
             "tool_error_counter": self.tool_error_counter,
@@ -281,7 +317,7 @@ class ToolEnvWrapper(EnvWrapper):
 
     # ---------------------------------------------------------------- state and lifecycle
     _STATE_FIELDS = ("tool_use_counter", "tool_success_counter", "tool_error_counter", "turn_counter",
-                     "tool_use_counts", "prev_ep_tool_use_counter", "prev_ep_tool_success_counter", "_needs_reset")
+                     "tool_use_counts", "prev_ep_tool_use_counter", "prev_ep_tool_success_counter", "_needs_reset", "_schemas")
 
     def get_state(self) -> dict[str, Any]:
         """The inner env's state and this wrapper's counters (tools are not snapshotted)."""

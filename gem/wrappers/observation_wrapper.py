@@ -1,32 +1,57 @@
 """``ObservationWrapper``: give the agent the whole episode so far, not just the last observation.
 
+Every observation is first turned into the text of a user turn with
+:func:`gem.utils.prompting.user_content`: the env's ``info["prefix"]``, the observation and the
+env's instruction ``info["suffix"]`` (``Put your final answer within \\boxed{}.``), each once. So
+the instruction is part of the turn it belongs to, and nothing the env says lands inside an
+assistant turn.
+
 Modes (GEM's options):
 
-* ``include_action=False``: the observations of the episode, concatenated (one per line).
-* ``include_action=True, include_chat_template=False``: observations and actions interleaved as
+* ``include_action=False``: those user turns, concatenated (one per line).
+* ``include_action=True, include_chat_template=False``: user turns and actions interleaved as
   plain text (for a tool call, the action as the tool cut it: ``info["parsed_action"]``).
 * ``include_chat_template=True``: the history as chat messages rendered with a ``transformers``
-  tokenizer's chat template, ending with the generation prompt. Env observations are ``user``
-  messages, tool outputs (steps whose ``info["use_tool"]`` is true) are ``tool`` messages and
-  actions are ``assistant`` messages.
-* ``apply_chat_template_on_reset=True``: only the first observation is wrapped in the template (as a
-  user message with the generation prompt); later turns are appended as plain text.
+  tokenizer's chat template, ending with the generation prompt. Env observations and tool outputs
+  are ``user`` messages and actions are ``assistant`` messages. Only a tool output that answers a
+  native function call (the step's ``info["tool_call_id"]``, set by ``ToolEnvWrapper`` when the
+  action was a function call with an ``"id"``) is a ``tool`` message with that ``tool_call_id``;
+  its action is then an assistant message with empty content and that call in ``tool_calls``.
+* ``apply_chat_template_on_reset=True``: append-only. The first observation is rendered as a user
+  turn with the generation prompt; each later step appends the action exactly as the agent wrote
+  it, followed by the template's own end of the assistant turn, the next user turn and the
+  generation prompt. The text only ever grows (what the model generated is never re-rendered), and
+  every observation is still inside a user turn.
 
-``max_history_length`` keeps only the last N actions (and N+1 observations). ``info["prefix"]`` and
-``info["suffix"]`` are put before and after the rendered text, as in GEM.
+``max_history_length`` keeps only the last N actions (and N+1 observations).
 """
 
 from __future__ import annotations
 
+import json
+import logging
 from collections import deque
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from gem.core import Env, EnvWrapper, StepResult
+from gem.tools.function_call import parse_function_call
+from gem.utils.prompting import user_content
+
+logger = logging.getLogger(__name__)
+
+_MARK = "\x00gem-assistant-turn\x00"
 
 
 def maybe_add_new_line(text: str) -> str:
     """``text`` ending with a newline (an empty text stays empty), as the original GEM names it."""
     return text if not text or text.endswith("\n") else text + "\n"
+
+
+class Turn(NamedTuple):
+    """One observation as the model sees it: the user turn's text, and the native call it answers."""
+
+    content: str
+    tool_call_id: Optional[str] = None
 
 
 class ObservationWrapper(EnvWrapper):
@@ -61,45 +86,82 @@ class ObservationWrapper(EnvWrapper):
         self.apply_chat_template_on_reset = apply_chat_template_on_reset
         self.max_history_length = max_history_length
         self.tokenizer = tokenizer
-        self.obs_queue: deque[tuple[str, bool]] = deque(maxlen=max_history_length + 1 if max_history_length else None)
+        self.obs_queue: deque[Turn] = deque(maxlen=max_history_length + 1 if max_history_length else None)
         self.act_queue: deque[str] = deque(maxlen=max_history_length)
+        # apply_chat_template_on_reset: the text each step appended (its action, then its user turn).
+        self.appended: deque[str] = deque(maxlen=max_history_length)
 
     def reset(self, seed: Optional[int] = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
         self.obs_queue.clear()
         self.act_queue.clear()
+        self.appended.clear()
         obs, info = self.env.reset(seed=seed, **kwargs)
-        if self.apply_chat_template_on_reset:
-            obs = self.tokenizer.apply_chat_template(
-                [{"role": "user", "content": obs}], tokenize=False, add_generation_prompt=True
-            )
-        self.obs_queue.append((obs, bool(info.get("use_tool", False))))
+        self.obs_queue.append(Turn(user_content(obs, info)))
         return self.observation(info), info
 
     def step(self, action: str) -> StepResult:
         obs, reward, terminated, truncated, info = self.env.step(action)
-        self.act_queue.append(info.get("parsed_action", action))
-        self.obs_queue.append((obs, bool(info.get("use_tool", False))))
+        previous = self.obs_queue[-1] if self.obs_queue else Turn("")
+        act = info.get("parsed_action", action)
+        call_id = info.get("tool_call_id") if info.get("use_tool") and parse_function_call(act) else None
+        turn = Turn(user_content(obs, info), call_id if isinstance(call_id, str) and call_id else None)
+        self.act_queue.append(act)
+        self.obs_queue.append(turn)
+        if self.apply_chat_template_on_reset:
+            self.appended.append(self._appended_text(previous, act, turn))
         return self.observation(info), reward, terminated, truncated, info
 
-    def messages(self) -> list[dict[str, str]]:
-        """The history as chat messages (user/tool observations, assistant actions)."""
+    # ------------------------------------------------------------------------- rendering
+    @staticmethod
+    def _message(turn: Turn) -> dict[str, Any]:
+        if turn.tool_call_id:
+            return {"role": "tool", "tool_call_id": turn.tool_call_id, "content": turn.content}
+        return {"role": "user", "content": turn.content}
+
+    @staticmethod
+    def _assistant(action: str, answered_by: Turn) -> dict[str, Any]:
+        call = parse_function_call(action) if answered_by.tool_call_id else None
+        if call is None:
+            return {"role": "assistant", "content": action}
+        return {"role": "assistant", "content": "", "tool_calls": [{
+            "id": answered_by.tool_call_id, "type": "function",
+            "function": {"name": call[0], "arguments": json.dumps(call[1], ensure_ascii=False)},
+        }]}
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The history as chat messages: user (or, for a native call's result, tool) turns and assistant actions."""
         observations, actions = list(self.obs_queue), list(self.act_queue)
-        out: list[dict[str, str]] = []
-        for i, (obs, use_tool) in enumerate(observations):
-            out.append({"role": "tool" if use_tool else "user", "content": obs})
+        out: list[dict[str, Any]] = []
+        for i, turn in enumerate(observations):
+            out.append(self._message(turn))
             if i < len(actions):
-                out.append({"role": "assistant", "content": actions[i]})
+                out.append(self._assistant(actions[i], observations[i + 1]))
         return out
+
+    def _template(self, messages: list[dict[str, Any]]) -> str:
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def _appended_text(self, previous: Turn, action: str, turn: Turn) -> str:
+        """The action as written, then the template's text that closes its turn and opens the next ones."""
+        rendered = self._template([self._message(previous), {"role": "assistant", "content": _MARK}, self._message(turn)])
+        at = rendered.find(_MARK)
+        if at < 0:  # a template that drops assistant text: fall back to plain lines
+            logger.warning("The chat template does not render assistant content; appending plain text.")
+            return maybe_add_new_line(action) + maybe_add_new_line(turn.content)
+        return action + rendered[at + len(_MARK):]
 
     def observation(self, info: dict[str, Any]) -> str:
         """The text the agent sees now."""
         if self.include_chat_template:
-            text = self.tokenizer.apply_chat_template(self.messages(), tokenize=False, add_generation_prompt=True)
-        elif self.include_action:
-            text = "".join(maybe_add_new_line(m["content"]) for m in self.messages())
-        else:
-            text = "".join(maybe_add_new_line(obs) for obs, _ in self.obs_queue)
-        return f"{info.get('prefix', '')}{text}{info.get('suffix', '')}"
+            return self._template(self.messages())
+        if self.apply_chat_template_on_reset:
+            head = self._template([{"role": "user", "content": self.obs_queue[0].content}])
+            return head + "".join(self.appended)
+        if self.include_action:
+            turns, actions = list(self.obs_queue), list(self.act_queue)
+            return "".join(maybe_add_new_line(turn.content) + maybe_add_new_line(actions[i] if i < len(actions) else "")
+                           for i, turn in enumerate(turns))
+        return "".join(maybe_add_new_line(turn.content) for turn in self.obs_queue)
 
     # The tokenizer is shared, never copied: snapshots and spawned copies keep the same object.
     def get_state(self) -> dict[str, Any]:

@@ -21,21 +21,25 @@ def test_import_gem_agents_does_not_import_openai() -> None:
     assert out.stdout.strip() == "OpenAIAgent"
 
 
-def test_sync_act_builds_chat_history_with_tool_role(mock_server) -> None:
+def test_sync_act_builds_chat_history_with_instructions_and_text_tool_output_as_user(mock_server) -> None:
     server = mock_server(script=["first", "second", "third"])
     agent = OpenAIAgent(
         "script", base_url=server.base_url, api_key="k", system_prompt="be brief", max_retries=0
     )
+    suffix = "Put your final answer within \\boxed{}."
     try:
-        agent.reset("obs0", {})
-        assert agent.act("obs0", {}) == "first"
+        agent.reset("obs0", {"suffix": suffix})
+        assert agent.act("obs0", {"suffix": suffix}) == "first"
         assert agent.act("tool out", {"use_tool": True}) == "second"
-        assert agent.act("env says", {"use_tool": False}) == "third"
+        assert agent.act("env says", {"use_tool": False, "suffix": "Go on."}) == "third"
     finally:
         agent.close()
     roles = [m["role"] for m in agent.messages]
-    assert roles == ["system", "user", "assistant", "tool", "assistant", "user", "assistant"]
+    # A text-tag tool call has no tool_call_id, so its output is a user message (a tool one would be refused).
+    assert roles == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
+    assert agent.messages[1]["content"] == f"obs0\n\n{suffix}"
     assert agent.messages[3]["content"] == "tool out"
+    assert agent.messages[5]["content"] == "env says\n\nGo on."
     assert len(agent.calls) == 3 and all(c["usage"]["prompt_tokens"] > 0 for c in agent.calls)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 from gem.tools.base_tool import BaseTool
+from gem.tools.function_call import find_function_call, function_schema
 
 
 class EchoTool(BaseTool):
@@ -27,7 +28,13 @@ class EchoTool(BaseTool):
     def instruction_string(self) -> str:
         return f"Write <{self.tag}>text</{self.tag}> to hear it back."
 
+    def openai_schemas(self):
+        return [function_schema(self.tag, f"{self.tag.capitalize()} the text back.", {"text": {"type": "string"}})]
+
     def _parse_action(self, action: str):
+        call = find_function_call(action, (self.tag,))
+        if call is not None:
+            return str(call[1].get("text", "")), call[2], True
         start = action.find(f"<{self.tag}>")
         end = action.find(f"</{self.tag}>", start + 1)
         if start < 0 or end < 0:

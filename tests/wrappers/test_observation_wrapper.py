@@ -1,4 +1,4 @@
-"""ObservationWrapper: concatenated histories, chat templates (tool role), limits, validation."""
+"""ObservationWrapper: concatenated histories, chat templates, where the instruction lands, limits, validation."""
 
 from __future__ import annotations
 
@@ -17,7 +17,19 @@ class ScriptedTokenizer:
 
     def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=False):
         assert tokenize is False
-        return "".join(f"[{m['role']}]{m['content']}" for m in messages) + ("[assistant]" if add_generation_prompt else "")
+        return "".join(f"[{m['role']}]{m['content']}[end]" for m in messages) + ("[assistant]" if add_generation_prompt else "")
+
+
+class InstructedEnv(CountEnv):
+    """CountEnv with an instruction in ``info["suffix"]`` and a preamble in ``info["prefix"]`` at reset."""
+
+    def reset(self, seed=None, **kwargs):
+        obs, info = super().reset(seed)
+        return obs, {"prefix": "PREAMBLE", "suffix": "Put your answer within \\boxed{}."}
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated, truncated, {**info, "suffix": "Next step."}
 
 
 def test_concat_without_actions():
@@ -39,24 +51,63 @@ def test_concat_with_actions_uses_the_parsed_tool_action():
     assert obs.endswith("<echo>hi</echo>\necho: hi (call 1)\n\\boxed{+}\ncount 1\n")
 
 
-def test_chat_template_puts_tool_output_in_the_tool_role():
+def test_chat_template_puts_text_tool_output_in_a_user_turn():
     env = ObservationWrapper(ToolEnvWrapper(CountEnv(), tools=[EchoTool]), tokenizer=ScriptedTokenizer())
     first, _ = env.reset(seed=0)
-    assert first.startswith("[user]start ") and first.endswith("[assistant]")
+    assert first.startswith("[user]start ") and first.endswith("[end][assistant]")
     env.step("<echo>hi</echo>")
     obs, *_ = env.step(PLUS)
-    body = first[len("[user]"):-len("[assistant]")]
-    assert obs == (f"[user]{body}[assistant]<echo>hi</echo>[tool]echo: hi (call 1)"
-                   f"[assistant]{PLUS}[user]count 1[assistant]")
+    body = first[len("[user]"):-len("[end][assistant]")]
+    assert obs == (f"[user]{body}[end][assistant]<echo>hi</echo>[end][user]echo: hi (call 1)[end]"
+                   f"[assistant]{PLUS}[end][user]count 1[end][assistant]")
+    assert all(m["role"] != "tool" for m in env.messages())
 
 
-def test_chat_template_on_reset_only():
-    env = ObservationWrapper(CountEnv(), include_action=True, include_chat_template=False,
+def test_a_native_call_with_an_id_is_answered_by_a_tool_message():
+    import json
+
+    env = ObservationWrapper(ToolEnvWrapper(CountEnv(), tools=[EchoTool]), tokenizer=ScriptedTokenizer())
+    env.reset(seed=0)
+    call = {"id": "call_7", "type": "function", "function": {"name": "echo", "arguments": json.dumps({"text": "hi"})}}
+    env.step(json.dumps(call))
+    messages = env.messages()
+    assert messages[1]["tool_calls"][0]["id"] == "call_7" and messages[1]["tool_calls"][0]["function"]["name"] == "echo"
+    assert messages[2] == {"role": "tool", "tool_call_id": "call_7", "content": "echo: hi (call 1)"}
+    env.step(PLUS)
+    assert env.messages()[4] == {"role": "user", "content": "count 1"}
+
+
+def test_chat_template_on_reset_appends_user_turns_verbatim():
+    env = ObservationWrapper(InstructedEnv(), include_action=True, include_chat_template=False,
                              apply_chat_template_on_reset=True, tokenizer=ScriptedTokenizer())
     first, _ = env.reset(seed=0)
-    assert first == f"[user]start {env.unwrapped.start}[assistant]\n"
+    start = env.unwrapped.start
+    assert first == f"[user]PREAMBLE\n\nstart {start}\n\nPut your answer within \\boxed{{}}.[end][assistant]"
     obs, *_ = env.step(PLUS)
-    assert obs == f"{first}{PLUS}\ncount 1\n"
+    assert obs == f"{first}{PLUS}[end][user]count 1\n\nNext step.[end][assistant]"
+    obs2, *_ = env.step(PLUS)
+    assert obs2.startswith(obs)
+
+
+@pytest.mark.parametrize("mode", [
+    {"include_chat_template": True},
+    {"include_chat_template": False, "apply_chat_template_on_reset": True},
+])
+def test_the_instruction_is_inside_the_user_turn_never_after_the_assistant_header(mode):
+    env = ObservationWrapper(InstructedEnv(), tokenizer=ScriptedTokenizer(), **mode)
+    first, _ = env.reset(seed=0)
+    assert first.endswith("\\boxed{}.[end][assistant]") and first.count("boxed") == 1
+    obs, *_ = env.step(PLUS)
+    for turn in obs.split("[assistant]")[1:]:  # what follows each assistant header is the action only
+        assert "Next step." not in turn.split("[end]")[0] and "boxed{}" not in turn.split("[end]")[0]
+
+
+def test_concat_does_not_double_the_instruction_at_reset():
+    import gem
+
+    env = ObservationWrapper(gem.make("multi:TicTacToe-v0-vs-scripted"), include_action=False, include_chat_template=False)
+    obs, info = env.reset(seed=0)
+    assert obs.count(info["suffix"]) == 1
 
 
 def test_max_history_length_keeps_the_last_turns():
@@ -73,7 +124,10 @@ def test_prefix_and_suffix_from_info():
 
     env = ObservationWrapper(gem.make("game:GuessTheNumber-v0"), include_action=False, include_chat_template=False)
     obs, info = env.reset(seed=0)
-    assert info["suffix"] and obs.endswith(info["suffix"])
+    assert info["suffix"] and obs.endswith(info["suffix"] + "\n")
+    env = ObservationWrapper(InstructedEnv(), include_action=False, include_chat_template=False)
+    obs, _ = env.reset(seed=0)
+    assert obs == f"PREAMBLE\n\nstart {env.unwrapped.start}\n\nPut your answer within \\boxed{{}}.\n"
 
 
 def test_with_the_tiny_tokenizer(tmp_path):
@@ -84,7 +138,7 @@ def test_with_the_tiny_tokenizer(tmp_path):
     env = ObservationWrapper(ToolEnvWrapper(CountEnv(), tools=[EchoTool]), tokenizer=tok)
     env.reset(seed=0)
     obs, *_ = env.step("<echo>hi</echo>")
-    assert "<|im_start|>tool\necho: hi (call 1)<|im_end|>" in obs
+    assert "<|im_start|>user\necho: hi (call 1)<|im_end|>" in obs
     assert "<|im_start|>assistant\n<echo>hi</echo><|im_end|>" in obs
     assert obs.endswith("<|im_start|>assistant\n")
 

@@ -184,6 +184,12 @@ class CustomerServiceEnv(MultiAgentEnv):
             return "Reply to the customer, or call a tool with a JSON object."
         return ""
 
+    def _agent_info(self, agent: str) -> dict[str, Any]:
+        info = super()._agent_info(agent)
+        if agent == ASSISTANT:  # the function schemas, for models that call tools natively
+            info["tools"] = copy.deepcopy(TOOL_SCHEMAS)
+        return info
+
     def view(self, agent: str) -> dict[str, Any]:
         if agent == USER:
             return {"instruction": self.task.get("instruction", ""), "script": copy.deepcopy(self.task.get("script", {}))}

@@ -1,0 +1,154 @@
+"""Tool calls written as OpenAI-style function calls: reading them from an action, and their schemas.
+
+Every tool accepts a call in two written forms besides its own tags:
+
+* the whole action is the JSON of one function call, ``{"name": "python", "arguments": {"code":
+  "print(1)"}}`` (also ``{"function": {...}}``, ``{"tool_calls": [...]}`` or a one-call list): what
+  :class:`gem.agents.OpenAIAgent` sends when it maps a native ``tool_calls`` reply to an action
+  (:func:`parse_function_call`; it may carry the call's ``"id"``, :func:`function_call_id`);
+* ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` inside the text (the Hermes/Qwen
+  form, and GEM's ``<tool_call><tool_name>...</tool_name><arguments>...</arguments></tool_call>``),
+  read by :func:`parse_tool_call`.
+
+Both read the JSON with :func:`gem.utils.parsing.function_call_from_json`, the one parser of
+function calls. :func:`function_schema` builds the ``{"type": "function", "function": {...}}``
+entry a tool lists in :meth:`gem.tools.base_tool.BaseTool.openai_schemas`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+from gem.utils.parsing import function_call_from_json
+
+MAX_CALL_CHARS = 1_000_000
+OPEN_TAG, CLOSE_TAG = "<tool_call>", "</tool_call>"
+
+
+def function_schema(name: str, description: str, properties: dict[str, Any], required: Optional[list[str]] = None) -> dict[str, Any]:
+    """One OpenAI ``tools`` entry: a function ``name`` taking an object with ``properties``."""
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": list(required or properties)},
+        },
+    }
+
+
+def _json_action(action: str) -> Any:
+    """The action parsed as JSON when it is a JSON object or array, else ``None``."""
+    text = action.strip() if isinstance(action, str) else ""
+    if not text.startswith(("{", "[")) or len(text) > MAX_CALL_CHARS * 4:
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
+        return None
+
+
+def parse_function_call(action: str) -> Optional[tuple[str, dict[str, Any]]]:
+    """``(name, arguments)`` when the whole ``action`` is an OpenAI-style function call, else ``None``."""
+    data = _json_action(action)
+    return None if data is None else function_call_from_json(data)
+
+
+def function_call_id(action: str) -> Optional[str]:
+    """The ``id`` of the function call that the whole ``action`` is (a mapped ``tool_calls`` entry), else ``None``."""
+    data = _json_action(action)
+    if isinstance(data, list) and len(data) == 1:
+        data = data[0]
+    if isinstance(data, dict) and isinstance(data.get("tool_calls"), list) and data["tool_calls"]:
+        data = data["tool_calls"][0]
+    call_id = data.get("id") if isinstance(data, dict) else None
+    return call_id if isinstance(call_id, str) and call_id and function_call_from_json(data) is not None else None
+
+
+def _diagnose(call: Any) -> str:
+    """Why ``call`` (parsed JSON) is not a function call."""
+    if not isinstance(call, dict) or "name" not in call:
+        return 'the tool call must be a JSON object with "name" and "arguments"'
+    raw_args = next((call[k] for k in ("arguments", "parameters", "kwargs") if k in call), {})
+    if isinstance(raw_args, str):
+        return "the arguments are not valid JSON"
+    if not isinstance(raw_args, dict):
+        return f"the arguments must be a JSON object, got {type(raw_args).__name__}"
+    return "the tool name must be a non-empty string"
+
+
+def _xml_call(body: str) -> tuple[Optional[dict[str, Any]], str]:
+    """GEM's ``<tool_name>NAME</tool_name><arguments>{...}</arguments>`` body as a call dict, or an error."""
+    name_end = body.find("</tool_name>")
+    if name_end < 0:
+        return None, "<tool_name> has no closing </tool_name> tag"
+    name = body[len("<tool_name>") : name_end].strip()
+    rest = body[name_end + len("</tool_name>") :].strip()
+    raw_args = "{}"
+    if rest:
+        if not (rest.startswith("<arguments>") and rest.endswith("</arguments>")):
+            return None, "after </tool_name> expected <arguments>{...}</arguments>"
+        raw_args = rest[len("<arguments>") : -len("</arguments>")].strip() or "{}"
+    return {"name": name, "arguments": raw_args}, ""
+
+
+def parse_tool_call(action: str) -> tuple[bool, Optional[str], Optional[dict[str, Any]], str, str]:
+    """Find the first ``<tool_call>...</tool_call>`` in ``action``.
+
+    Returns ``(found, name, arguments, parsed_action, error)``: ``found`` is whether ``action``
+    contains ``<tool_call>``; when the call is malformed ``arguments`` is ``None`` and ``error``
+    says why. ``parsed_action`` is ``action`` up to the end of the call.
+    """
+    start = action.find(OPEN_TAG)
+    if start < 0:
+        return False, None, None, action, ""
+    end = action.find(CLOSE_TAG, start)
+    if end < 0:
+        return True, None, None, action, f"the tool call has no closing {CLOSE_TAG} tag"
+    parsed_action = action[: end + len(CLOSE_TAG)]
+    body = action[start + len(OPEN_TAG) : end].strip()
+    if len(body) > MAX_CALL_CHARS:
+        return True, None, None, parsed_action, f"the tool call is too long ({len(body)} characters, at most {MAX_CALL_CHARS})"
+    if body.startswith("<tool_name>"):
+        call, error = _xml_call(body)
+        if call is None:
+            return True, None, None, parsed_action, error
+    else:
+        try:
+            call = json.loads(body)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            return True, None, None, parsed_action, f"the tool call is not valid JSON ({getattr(exc, 'msg', exc)})"
+    if isinstance(call, dict) and call.get("arguments", "") is None:
+        call = {**call, "arguments": {}}
+    parsed = function_call_from_json(call) if isinstance(call, dict) else None
+    if parsed is None:
+        name = call.get("name") if isinstance(call, dict) and isinstance(call.get("name"), str) else None
+        return True, name, None, parsed_action, _diagnose(call)
+    name, arguments = parsed
+    if not name:
+        return True, None, None, parsed_action, "the tool name must be a non-empty string"
+    try:
+        json.dumps(arguments, ensure_ascii=False).encode("utf-8")
+    except (UnicodeEncodeError, ValueError):
+        return True, name, None, parsed_action, "the arguments contain characters that cannot be sent (lone surrogates)"
+    return True, name, arguments, parsed_action, ""
+
+
+def find_function_call(action: str, names: Any) -> Optional[tuple[str, dict[str, Any], str]]:
+    """``(name, arguments, parsed_action)`` of a well-formed call of one of ``names`` in ``action``.
+
+    The whole action as a function call (the native form) comes first, then the first
+    ``<tool_call>`` tag; ``None`` when neither names one of ``names``.
+    """
+    if not isinstance(action, str):
+        return None
+    call = parse_function_call(action)
+    if call is not None:
+        return (call[0], call[1], action) if call[0] in names else None
+    if OPEN_TAG not in action:
+        return None
+    found, name, arguments, parsed_action, _error = parse_tool_call(action)
+    if found and name in names and arguments is not None:
+        return name, arguments, parsed_action
+    return None
