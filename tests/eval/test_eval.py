@@ -23,6 +23,7 @@ from gem.eval.runner import (
 
 GAME = "game:GuessTheNumber-v0-easy"
 MATH = "math:Arithmetic"
+ENVS = [GAME, MATH]
 
 
 def _eval(server, out: Path, *env_ids: str, extra: tuple = ()) -> int:
@@ -47,7 +48,7 @@ def _eval(server, out: Path, *env_ids: str, extra: tuple = ()) -> int:
 
 
 def test_game_math_and_tool_env_end_to_end(mock_server, tmp_path, capsys) -> None:
-    server = mock_server()
+    server = mock_server(env_ids=ENVS)
     out = tmp_path / "run"
     assert _eval(server, out, GAME, MATH, extra=("--episodes", "4", "--concurrency", "4")) == 0
     printed = capsys.readouterr().out
@@ -91,7 +92,7 @@ def test_failed_request_is_recorded_and_run_goes_on(mock_server, tmp_path) -> No
 
 
 def test_resume_runs_only_missing_episodes(mock_server, tmp_path) -> None:
-    server = mock_server()
+    server = mock_server(env_ids=ENVS)
     out = tmp_path / "run"
     assert _eval(server, out, MATH, extra=("--episodes", "6", "--limit", "2")) == 0
     assert len(read_episodes(out)) == 2
@@ -108,9 +109,9 @@ def test_resume_runs_only_missing_episodes(mock_server, tmp_path) -> None:
 
 def test_errored_episodes_are_retried_on_resume(mock_server, tmp_path) -> None:
     out = tmp_path / "run"
-    failing = mock_server(fail_seeds=[0])
+    failing = mock_server(env_ids=ENVS, fail_seeds=[0])
     assert _eval(failing, out, MATH, extra=("--episodes", "2", "--retries", "0")) == 0
-    working = mock_server()
+    working = mock_server(env_ids=ENVS)
     assert _eval(working, out, MATH, extra=("--episodes", "2", "--retries", "0")) == 0
     assert working.requests == 1
     s = json.loads((out / "summary.json").read_text())["envs"][MATH]
@@ -118,7 +119,7 @@ def test_errored_episodes_are_retried_on_resume(mock_server, tmp_path) -> None:
 
 
 def test_killed_subprocess_then_rerun_finishes_missing(mock_server, tmp_path) -> None:
-    server = mock_server(delay_s=0.15)
+    server = mock_server(env_ids=ENVS, delay_s=0.15)
     out = tmp_path / "run"
     args = [
         "eval",
