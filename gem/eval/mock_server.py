@@ -28,7 +28,7 @@ import logging
 import socket
 import threading
 import time
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from gem.agents.base import Agent
 from gem.rollout import StopEpisode, run_episode
@@ -72,18 +72,22 @@ class ReplayAgent(Agent):
     """Plays the assistant moves of a conversation and checks the env answers as it did.
 
     Raises :class:`StopEpisode` when the env says something else (``consistent`` becomes False) or
-    when every move is replayed (``exhausted``). A ``follower`` (the env's solver) is fed the env's
-    observations after each non-tool move, so it is ready to give the next one.
+    when every move is replayed (``exhausted``). A follower (the env's solver, made by
+    ``make_follower`` after reset) is fed the env's observations after each non-tool move, so it is
+    ready to give the next one.
     """
 
-    def __init__(self, history: Sequence[dict[str, Any]], follower: Optional[Agent] = None) -> None:
+    def __init__(
+        self, history: Sequence[dict[str, Any]], make_follower: Optional[Callable[[], Agent]] = None
+    ) -> None:
         # (assistant move, the message that answered it)
         self.moves: list[tuple[str, Optional[str]]] = []
         for i, message in enumerate(history):
             if message.get("role") == "assistant":
                 following = history[i + 1] if i + 1 < len(history) else None
                 self.moves.append((_content(message), None if following is None else _content(following)))
-        self.follower = follower
+        self.make_follower = make_follower
+        self.follower: Optional[Agent] = None
         self.played = 0
         self.consistent = True
         self.exhausted = False
@@ -91,7 +95,12 @@ class ReplayAgent(Agent):
 
     def reset(self, observation: str, info: Optional[dict[str, Any]] = None) -> None:
         self.env_view = (observation, info or {})
-        if self.follower is not None:
+        self.follower = None
+        if self.make_follower is not None:
+            try:  # made after reset: a solver may read the episode's state
+                self.follower = self.make_follower()
+            except NotImplementedError:  # no solver: the reply comes from the reference answer
+                return
             self.follower.reset(observation, info)
 
     def act(self, observation: str, info: Optional[dict[str, Any]] = None) -> str:
@@ -213,13 +222,7 @@ class EpisodeIndex:
         variant = (env_id, wrappers)
         env = self._borrow(variant)
         try:
-            follower = None
-            if model == "solver":
-                try:
-                    follower = env.make_solver()
-                except (NotImplementedError, RuntimeError):
-                    follower = None  # no solver (or none before reset): answered from the gold answer
-            agent = ReplayAgent(history, follower)
+            agent = ReplayAgent(history, env.make_solver if model == "solver" else None)
             episode = run_episode(env, agent, seed=seed, max_steps=len(agent.moves) + 1)
             if not (agent.consistent and agent.exhausted):
                 return None
