@@ -108,9 +108,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_play(args: argparse.Namespace) -> int:
     import gem
-    from gem.agents import make_agent, run_episode
+    from gem.agents import check_agent, make_agent, run_episode
 
     env = gem.make(args.env_id, **_parse_kwargs(args.kwarg))
+    try:
+        check_agent("human", env, names=["human"])  # a raw multi-agent game: name its views
+    except ValueError:
+        env.close()
+        raise
     out = sys.stdout
 
     def write(text: str) -> None:

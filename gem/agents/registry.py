@@ -107,7 +107,7 @@ def check_agent(name: str, env: Any, names: Optional[list[str]] = None) -> None:
         return
     able = agents_for(env, names)
     raise ValueError(
-        f"--agent {name} cannot play it: {reason}."
+        f"The {name} agent cannot play this env: {reason}."
         + (f" Agents that can: {', '.join(able)}." if able else "")
     )
 

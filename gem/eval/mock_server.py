@@ -17,6 +17,10 @@ real ``openai`` client. What it replies depends on the requested model name:
   whose history holds ``i`` assistant messages (the last one repeats).
 * ``echo``: repeats the last message's content.
 
+A conversation that fits several seeds (a game whose first observation does not depend on the
+seed, before its answers tell them apart) is taken as the lowest seed that fits; the replay checks
+every observation the conversation holds, so later requests of the episode narrow it down.
+
 Failures for tests: ``fail_seeds`` (a 500 for every request of an episode identified as one of
 those seeds) and ``fail_first`` (the first N requests get a 503, to exercise client retries).
 ``requests_log`` keeps every request's headers and body, so tests can check what a client sent.
