@@ -1,7 +1,7 @@
 """The ``gem`` command.
 
 ``gem list [FAMILY]`` lists ids; ``gem play ID`` lets a person play in the terminal;
-``gem run ID --agent random|solver --episodes N --seed S [--json]`` plays episodes and prints a
+``gem run ID --agent random|solver|openai --episodes N --seed S [--json]`` plays episodes and prints a
 summary. Other features add subcommands through ``SUBCOMMANDS`` (imported only when used).
 """
 
@@ -12,7 +12,6 @@ import importlib
 import json
 import logging
 import os
-import statistics
 import sys
 from typing import Any, Callable, Optional, Sequence
 
@@ -26,7 +25,8 @@ SUBCOMMANDS: dict[str, str] = {
     "view": "gem.eval.cli:add_view_parser",
 }
 
-AGENTS = ("random", "solver")
+# The agents gem run can use (gem.agents.AGENTS, the one table, without the person of gem play).
+AGENTS = ("random", "solver", "openai")
 
 
 def _parse_kwargs(pairs: Sequence[str]) -> dict[str, Any]:
@@ -70,146 +70,124 @@ def markdown_env_table(family: Optional[str] = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _make_agent(name: str, env: Any) -> Any:
-    from gem.agents import RandomAgent, SolverAgent
-
-    if name == "random":
-        return RandomAgent(env)
-    return SolverAgent(env)
-
-
-def summarize(env_id: str, episodes: Sequence[Any]) -> dict[str, Any]:
-    """Mean reward (per episode return), success rate and mean turns of ``episodes``."""
-    return {
-        "env_id": env_id,
-        "episodes": len(episodes),
-        "mean_reward": statistics.fmean(e.total_reward for e in episodes) if episodes else 0.0,
-        "success_rate": statistics.fmean(float(e.success) for e in episodes) if episodes else 0.0,
-        "mean_turns": statistics.fmean(e.turns for e in episodes) if episodes else 0.0,
-    }
+def _agent_options(args: argparse.Namespace) -> dict[str, Any]:
+    if args.agent != "openai":
+        return {}
+    if not args.model:
+        raise ValueError("--agent openai needs --model (the name your server serves) and usually --base-url.")
+    return {"model": args.model, "base_url": args.base_url, "api_key": args.api_key}
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     import gem
-    from gem.agents import run_episode
+    from gem.agents import check_agent, make_agent, run_episode
+    from gem.eval.progress import progress_bar
+    from gem.eval.records import episode_record
+    from gem.eval.summary import format_summary, summarize_records
 
     env = gem.make(args.env_id, **_parse_kwargs(args.kwarg))
-    agent = _make_agent(args.agent, env)
-    episodes = []
-    with _progress(args.episodes, f"{args.env_id} ({args.agent})", disable=args.json or args.quiet) as advance:
-        for k in range(args.episodes):
-            episodes.append(run_episode(env, agent, seed=args.seed + k, max_steps=args.max_steps))
-            advance()
-    env.close()
-    summary = summarize(args.env_id, episodes)
+    try:
+        check_agent(args.agent, env, names=list(AGENTS))  # before any work: no bar, no episode
+        agent = make_agent(args.agent, env, **_agent_options(args))
+        records = []
+        with progress_bar(args.episodes, f"{args.env_id} ({args.agent})", disable=args.json or args.quiet) as advance:
+            for k in range(args.episodes):
+                episode = run_episode(env, agent, seed=args.seed + k, max_steps=args.max_steps)
+                records.append(episode_record(episode, k))
+                advance()
+    finally:
+        env.close()
+    summary = {"env_id": args.env_id, **summarize_records(records)}
+    summary.pop("rewards")
     if args.json:
         print(json.dumps(summary))
     else:
-        _print_summary(summary)
+        sys.stdout.write(format_summary({"envs": {args.env_id: summary}}))
     return 0
-
-
-def _print_summary(summary: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=summary["env_id"])
-    for key in ("episodes", "mean_reward", "success_rate", "mean_turns"):
-        table.add_column(key.replace("_", " "), justify="right")
-    table.add_row(
-        str(summary["episodes"]),
-        f"{summary['mean_reward']:.3f}",
-        f"{summary['success_rate']:.1%}",
-        f"{summary['mean_turns']:.2f}",
-    )
-    Console().print(table)
-
-
-class _progress:
-    """A rich progress bar on stderr as a context manager yielding ``advance()``."""
-
-    def __init__(self, total: int, description: str, disable: bool = False) -> None:
-        self.total, self.description, self.disable = total, description, disable
-        self._bar: Any = None
-
-    def __enter__(self) -> Callable[[], None]:
-        if self.disable:
-            return lambda: None
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self._bar = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=Console(stderr=True), transient=False,
-        )
-        self._bar.start()
-        task = self._bar.add_task(self.description, total=self.total)
-        return lambda: self._bar.advance(task)
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._bar is not None:
-            self._bar.stop()
 
 
 def cmd_play(args: argparse.Namespace) -> int:
     import gem
-    from gem.agents import HumanAgent
+    from gem.agents import check_agent, make_agent, run_episode
 
     env = gem.make(args.env_id, **_parse_kwargs(args.kwarg))
+    try:
+        check_agent("human", env, names=["human"])  # a raw multi-agent game: name its views
+    except ValueError:
+        env.close()
+        raise
     out = sys.stdout
 
-    def show(observation: str) -> None:
-        out.write(f"\n{observation}\n")
+    def write(text: str) -> None:
+        out.write(text)
         out.flush()
 
     def read(prompt: str) -> str:
-        out.write(prompt)
-        out.flush()
+        write(prompt)
         line = sys.stdin.readline()
         if not line:
             raise EOFError
         return line.rstrip("\n")
 
-    agent = HumanAgent(read=read, show=show)
-    observation, info = env.reset(seed=args.seed)
     total = 0.0
+
+    def on_turn(turn: dict[str, Any]) -> None:
+        nonlocal total
+        total += turn["reward"]
+        write(f"[reward {turn['reward']:+.3g}, total {total:+.3g}]\n")
+
+    agent = make_agent(
+        "human", env, read=read, show=lambda text: write(f"\n{text}\n"), tell=lambda note: write(f"{note}\n")
+    )
     try:
-        while True:
-            action = agent.act(observation, info)
-            observation, reward, terminated, truncated, info = env.step(action)
-            total += reward
-            out.write(f"[reward {reward:+.3g}, total {total:+.3g}]\n")
-            if terminated or truncated:
-                show(observation)
-                out.write(f"Episode over ({'terminated' if terminated else 'truncated'}); total reward {total:+.3g}.\n")
-                return 0
+        episode = run_episode(env, agent, seed=args.seed, record=True, on_turn=on_turn)
     except (EOFError, KeyboardInterrupt):
-        out.write("\nStopped.\n")
+        write("\nStopped.\n")
         return 130
     finally:
         env.close()
+    write(f"\n{episode.observations[-1]}\n")
+    how = "terminated" if episode.terminated else "truncated"
+    write(f"Episode over ({how}); total reward {episode.total_reward:+.3g}.\n")
+    return 0
+
+
+class _SubcommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: its help shows each option's default."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gem", description="GEM: a gym for agentic LLMs.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_SubcommandParser)
 
     p = sub.add_parser("list", help="list env ids")
     p.add_argument("family", nargs="?", help="only this family (game, math, code, qa, ...)")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("play", help="play an env yourself in the terminal")
+    p = sub.add_parser(
+        "play",
+        help="play an env yourself in the terminal",
+        description="Play an env in the terminal. A move typed without the answer format the env asks "
+        "for (5 where it wants \\boxed{5}) is put in it.",
+    )
     p.add_argument("env_id")
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--seed", type=int, default=None, help="the episode's seed (None: a fresh one)")
     p.add_argument("--kwarg", action="append", default=[], metavar="KEY=VALUE", help="env argument")
     p.set_defaults(func=cmd_play)
 
-    p = sub.add_parser("run", help="play episodes with a built-in agent and summarize")
+    p = sub.add_parser("run", help="play episodes with an agent and summarize")
     p.add_argument("env_id")
-    p.add_argument("--agent", choices=AGENTS, default="random")
-    p.add_argument("--episodes", type=int, default=10)
+    p.add_argument("--agent", choices=AGENTS, default="random", help="who plays")
+    p.add_argument("--model", default=None, help="model name (for --agent openai)")
+    p.add_argument("--base-url", default=None, help="the server's /v1 URL (for --agent openai)")
+    p.add_argument("--api-key", default=None, help="the API key (else $OPENAI_API_KEY, else 'EMPTY')")
+    p.add_argument("--episodes", type=int, default=10, help="episodes to play")
     p.add_argument("--seed", type=int, default=0, help="episode k uses seed S + k")
     p.add_argument("--max-steps", type=int, default=10_000, help="cut an episode after this many steps")
     p.add_argument("--kwarg", action="append", default=[], metavar="KEY=VALUE", help="env argument")
@@ -220,6 +198,13 @@ def build_parser() -> argparse.ArgumentParser:
     for name, target in SUBCOMMANDS.items():
         module_name, _, func = target.partition(":")
         getattr(importlib.import_module(module_name), func)(sub)
+    for subparser in sub.choices.values():  # -v also after the subcommand
+        try:
+            subparser.add_argument(
+                "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log at INFO level"
+            )
+        except argparse.ArgumentError:  # the subcommand has its own -v
+            pass
     return parser
 
 

@@ -11,17 +11,20 @@ from gem.cli import main
 def test_run_solver_json(capsys):
     assert main(["run", "game:GuessTheNumber-v0-hard", "--agent", "solver", "--episodes", "20", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert set(summary) == {"env_id", "episodes", "mean_reward", "success_rate", "mean_turns"}
+    assert {"env_id", "episodes", "mean_reward", "success_rate", "mean_turns", "pass@1"} <= set(summary)
     assert summary["episodes"] == 20 and summary["success_rate"] == 1.0 and summary["mean_reward"] == 1.0
     assert 1 <= summary["mean_turns"] <= 6
 
 
 def test_run_random_is_seeded(capsys):
     args = ["run", "game:GuessTheNumber-v0-easy", "--episodes", "10", "--seed", "3", "--json"]
-    main(args)
-    first = capsys.readouterr().out
-    main(args)
-    assert capsys.readouterr().out == first
+    def scores() -> dict:
+        main(args)
+        summary = json.loads(capsys.readouterr().out)
+        summary.pop("mean_seconds")  # the only field that is not a function of the seed
+        return summary
+
+    assert scores() == scores()
 
 
 def test_list_family_and_unknown_family(capsys):
@@ -63,3 +66,39 @@ def test_list_into_a_closed_pipe_ends_quietly():
     proc.stdout.close()
     _, err = proc.communicate(timeout=60)
     assert b"Traceback" not in err and b"BrokenPipeError" not in err, err.decode()
+
+
+def test_run_refuses_an_agent_that_cannot_play_before_any_work(capsys):
+    assert main(["run", "math:Arithmetic", "--agent", "solver", "--episodes", "3"]) == 2
+    captured = capsys.readouterr()
+    assert "math:Arithmetic has no solver" in captured.err and "Agents that can: random, openai" in captured.err
+    assert "0/3" not in captured.err and captured.out == ""  # no progress bar was started
+    assert main(["run", "multi:KuhnPoker-v0", "--quiet"]) == 2
+    assert "multi:KuhnPoker-v0-vs-random" in capsys.readouterr().err
+    assert main(["run", "math:Arithmetic", "--agent", "openai"]) == 2
+    assert "--model" in capsys.readouterr().err
+
+
+def test_play_takes_moves_typed_without_the_format():
+    moves = "5\n3\n  2 \n1\n"
+    proc = subprocess.run(
+        [sys.executable, "-m", "gem.cli", "play", "game:GuessTheNumber-v0-easy", "--seed", "2", "-v"],
+        input=moves, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "(taken as \\boxed{5})" in proc.stdout and "(taken as \\boxed{2})" in proc.stdout
+    assert "Episode over" in proc.stdout and "Enter your next guess." in proc.stdout
+
+
+def test_verbose_flag_before_or_after_the_subcommand(capsys):
+    for args in (["-v", "run", "game:GuessTheNumber-v0-easy", "--episodes", "1", "--json"],
+                 ["run", "game:GuessTheNumber-v0-easy", "--episodes", "1", "--json", "-v"]):
+        assert main(args) == 0
+        assert json.loads(capsys.readouterr().out)["episodes"] == 1
+
+
+def test_subcommand_help_shows_defaults(capsys):
+    for sub, default in (("run", "(default: random)"), ("eval", "(default: 10)")):
+        with pytest.raises(SystemExit):
+            main([sub, "--help"])
+        assert default in " ".join(capsys.readouterr().out.split())

@@ -1,9 +1,27 @@
-"""Agents that produce actions: random, solver, a person at the terminal (and LLM agents)."""
+"""Agents that produce actions: random, solver, a person at the terminal (and LLM agents).
 
-from gem.agents.base import Agent, Episode, run_episode
+``AGENTS``/``make_agent`` (:mod:`gem.agents.registry`) name them for ``gem run``, ``gem eval`` and
+``gem play``; the episode loop is :mod:`gem.rollout` (``run_episode``/``arun_episode``).
+"""
+
+from gem.agents.base import Agent, Episode, StopEpisode, arun_episode, run_episode
+from gem.agents.registry import AGENTS, check_agent, make_agent
 from gem.agents.simple import HumanAgent, RandomAgent, SolverAgent
 
-__all__ = ["Agent", "Episode", "HumanAgent", "OpenAIAgent", "RandomAgent", "SolverAgent", "run_episode"]
+__all__ = [
+    "AGENTS",
+    "Agent",
+    "Episode",
+    "HumanAgent",
+    "OpenAIAgent",
+    "RandomAgent",
+    "SolverAgent",
+    "StopEpisode",
+    "arun_episode",
+    "check_agent",
+    "make_agent",
+    "run_episode",
+]
 
 
 def __getattr__(name: str):  # OpenAIAgent imports openai only when asked for

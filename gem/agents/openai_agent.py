@@ -24,9 +24,9 @@ Tool calling (``tool_calling``):
 message otherwise; ``"user"`` always sends ``user`` messages and is therefore text mode only.
 
 Requests are retried with exponential backoff (``backoff_s * 2**attempt``, capped at
-``max_backoff_s``) on timeouts, connection errors, 429 and 5xx; each try has its own ``timeout_s``.
-Every request also carries ``X-Gem-Env-Id`` / ``X-Gem-Seed`` / ``X-Gem-Wrappers`` headers (set by
-``gem eval``), which real servers ignore and :mod:`gem.eval.mock_server` uses to replay episodes.
+``max_backoff_s``) on timeouts, connection errors, 429 and 5xx; each try has its own ``timeout_s``,
+which counts the request's own time only (not a wait for a free connection in the client's pool).
+A request carries nothing but the standard chat fields: nothing about the episode.
 
 ``openai`` is imported when the agent is built, never at ``import gem.agents``.
 """
@@ -156,7 +156,6 @@ class OpenAIAgent(Agent):
         self.tool_calling = tool_calling
         self.tools: list[dict[str, Any]] = []  # OpenAI function schemas offered in native mode
         self._open_call: Optional[str] = None  # id of the native call the next observation answers
-        self.headers: dict[str, str] = {}
         self._client = client
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._pending: Optional[str] = None
@@ -164,12 +163,6 @@ class OpenAIAgent(Agent):
         self.calls: list[dict[str, Any]] = []  # per request: latency_s, usage, attempts
 
     # ------------------------------------------------------------------- episode state
-    def set_episode(self, env_id: Optional[str], seed: Optional[int], wrappers: str = "") -> None:
-        """Describe the episode in the request headers (ignored by real servers)."""
-        self.headers = {"X-Gem-Env-Id": str(env_id or ""), "X-Gem-Seed": "" if seed is None else str(seed)}
-        if wrappers:
-            self.headers["X-Gem-Wrappers"] = wrappers
-
     def reset(self, observation: str, info: Optional[dict[str, Any]] = None) -> None:
         """Start a conversation whose first user message is ``observation`` with its instruction."""
         self.messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
@@ -224,7 +217,12 @@ class OpenAIAgent(Agent):
         ``tools``: function schemas for native tool calling; the reply's calls are in
         ``record["tool_calls"]`` (``[{"id", "type", "function": {"name", "arguments"}}]``).
         """
+        import httpx
+
         client = self._get_client()
+        # timeout_s bounds connecting, sending and each read of this request; waiting for a free
+        # connection in the client's pool (behind other episodes' requests) is not the request's time.
+        timeout = httpx.Timeout(self.timeout_s, pool=None)
         start = time.perf_counter()
         attempt = 0
         while True:
@@ -232,8 +230,7 @@ class OpenAIAgent(Agent):
                 response = await client.chat.completions.create(
                     model=self.model,
                     messages=messages,
-                    timeout=self.timeout_s,
-                    extra_headers=self.headers or None,
+                    timeout=timeout,
                     extra_body=self.extra_body or None,
                     **({"tools": tools} if tools else {}),
                     **self.sampling,

@@ -20,7 +20,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for delay in (0.0, 0.05):
             rates = {}
-            with MockServer(delay_s=delay) as server:
+            with MockServer(delay_s=delay, env_ids=envs, wrapper_sets=("",)) as server:
                 for concurrency in (1, 16):
                     out = Path(tmp) / f"d{delay}-c{concurrency}"
                     start = time.perf_counter()

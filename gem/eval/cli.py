@@ -12,40 +12,42 @@ logger = logging.getLogger(__name__)
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``gem eval`` to the ``gem`` command's subparsers."""
-    from gem.eval.runner import AGENTS, DEFAULT_MAX_TURNS
+    from gem.eval.config import AGENTS, DEFAULT_MAX_TURNS, TOOL_CALLING
 
     p = sub.add_parser(
         "eval",
         help="score a model on an OpenAI-compatible server or an offline agent (needs gem-llm[eval])",
+        description="Score an agent on env ids; exit status 1 when no episode could be scored "
+        "(every one failed: request errors, env errors, infrastructure failures, ungraded answers).",
     )
     p.add_argument("env_ids", nargs="+", metavar="ENV_ID")
-    p.add_argument("--agent", choices=AGENTS, default="openai")
+    p.add_argument("--agent", choices=AGENTS, default="openai", help="who plays")
     p.add_argument("--model", default=None, help="model name served at --base-url (for --agent openai)")
     p.add_argument("--base-url", default=None, help="the server's /v1 URL, e.g. http://127.0.0.1:8000/v1")
-    p.add_argument("--api-key", default=None, help="default: $OPENAI_API_KEY, else 'EMPTY'")
-    p.add_argument("--episodes", type=int, default=10, help="episodes per env")
-    p.add_argument("--repeats", type=int, default=1, help="samples per seed/problem (pass@k up to this k)")
+    p.add_argument("--api-key", default=None, help="the API key (else $OPENAI_API_KEY, else 'EMPTY')")
+    p.add_argument("--episodes", type=int, default=10, help="problems (seeds) per env")
+    p.add_argument(
+        "--repeats", type=int, default=1, help="samples per problem: EPISODES x REPEATS episodes, pass@k up to k=REPEATS"
+    )
     p.add_argument("--concurrency", type=int, default=8, help="episodes in flight at once")
     p.add_argument("--wrappers", default="", help="WRAPPER_FACTORY names, e.g. python_tool (comma-separated)")
     p.add_argument("--tokenizer", default=None, help="tokenizer name/path for concat_chat wrappers")
-    p.add_argument("--seed", type=int, default=0, help="episode i uses seed SEED + i // repeats")
+    p.add_argument("--seed", type=int, default=0, help="problem p uses seed SEED + p")
     p.add_argument("--max-turns", type=int, default=DEFAULT_MAX_TURNS, help="steps per episode at most")
-    p.add_argument(
-        "--limit", type=int, default=None, help="run at most this many missing episodes, then stop"
-    )
-    p.add_argument("--system-prompt", default=None)
-    p.add_argument("--temperature", type=float, default=None)
-    p.add_argument("--top-p", type=float, default=None)
-    p.add_argument("--max-tokens", type=int, default=None)
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds per model request")
+    p.add_argument("--limit", type=int, default=None, help="run at most this many missing episodes, then stop")
+    p.add_argument("--system-prompt", default=None, help="a first system message")
+    p.add_argument("--temperature", type=float, default=None, help="sampling temperature (server default)")
+    p.add_argument("--top-p", type=float, default=None, help="nucleus sampling (server default)")
+    p.add_argument("--max-tokens", type=int, default=None, help="tokens per reply (cut replies are counted)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per model request (its own time)")
     p.add_argument("--retries", type=int, default=3, help="retries per model request (exponential backoff)")
-    p.add_argument(
-        "--backoff", type=float, default=1.0, help="first retry delay in seconds (doubles each time)"
-    )
+    p.add_argument("--backoff", type=float, default=1.0, help="first retry delay in seconds (doubles each time)")
     p.add_argument("--tool-role", choices=("tool", "user"), default="tool", help="chat role of tool outputs")
     p.add_argument(
-        "--kwarg", action="append", default=[], metavar="KEY=VALUE", help="env kwargs (JSON values)"
+        "--tool-calling", choices=TOOL_CALLING, default="text",
+        help="tool calls written in the reply's text, or the API's native function calls",
     )
+    p.add_argument("--kwarg", action="append", default=[], metavar="KEY=VALUE", help="env kwargs (JSON values)")
     p.add_argument("--out", required=True, help="output directory (rerun with the same one to resume)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -53,17 +55,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    """Run the evaluation; exit status 1 when not one episode could be scored."""
     from gem.cli import _parse_kwargs
-    from gem.errors import DependencyNotInstalled
+    from gem.errors import missing_extra
     from gem.eval.runner import SUMMARY_FILE, EvalConfig, EvalRunner, format_summary
 
     if args.agent == "openai":
         try:
             import openai  # noqa: F401
         except ImportError as exc:
-            raise DependencyNotInstalled(
-                "gem eval --agent openai needs: pip install 'gem-llm[eval]'"
-            ) from exc
+            raise missing_extra("gem eval --agent openai", "eval", "openai") from exc
     config = EvalConfig(
         env_ids=list(args.env_ids),
         out=args.out,
@@ -86,16 +87,26 @@ def cmd_eval(args: argparse.Namespace) -> int:
         max_retries=args.retries,
         backoff_s=args.backoff,
         tool_role=args.tool_role,
+        tool_calling=args.tool_calling,
         tokenizer=args.tokenizer,
         progress=not args.no_progress,
         env_kwargs=_parse_kwargs(args.kwarg),
     )
-    summary = EvalRunner(config).run()
+    runner = EvalRunner(config)
+    summary = runner.run()
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
         sys.stdout.write(format_summary(summary))
         print(f"episodes: {args.out}/episodes.jsonl  summary: {args.out}/{SUMMARY_FILE}")
+    overall = summary["overall"]
+    if (runner.ran and runner.failed == runner.ran) or (overall["episodes"] and not overall["scored"]):
+        print(
+            f"gem eval: no episode could be scored ({overall['errors']} errors, {overall['infra_errors']} "
+            f"infrastructure failures, {overall['ungraded']} ungraded); see {args.out}/episodes.jsonl",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

@@ -508,7 +508,7 @@ def mock_server() -> Iterator[Any]:
         pytest.importorskip(name)
     from gem.eval.mock_server import MockServer
 
-    server = MockServer().start()
+    server = MockServer(env_ids=[ORIGINAL_ID]).start()
     try:
         yield server
     finally:

@@ -12,17 +12,22 @@ from pathlib import Path
 
 import pytest
 
+import gem
+
 from gem.cli import main
 from gem.eval.runner import (
     EvalConfig,
     EvalRunner,
+    format_summary,
     pass_at_k,
     read_episodes,
+    summarize_dir,
     summarize_records,
 )
 
 GAME = "game:GuessTheNumber-v0-easy"
 MATH = "math:Arithmetic"
+ENVS = [GAME, MATH]
 
 
 def _eval(server, out: Path, *env_ids: str, extra: tuple = ()) -> int:
@@ -47,7 +52,7 @@ def _eval(server, out: Path, *env_ids: str, extra: tuple = ()) -> int:
 
 
 def test_game_math_and_tool_env_end_to_end(mock_server, tmp_path, capsys) -> None:
-    server = mock_server()
+    server = mock_server(env_ids=ENVS)
     out = tmp_path / "run"
     assert _eval(server, out, GAME, MATH, extra=("--episodes", "4", "--concurrency", "4")) == 0
     printed = capsys.readouterr().out
@@ -75,23 +80,28 @@ def test_game_math_and_tool_env_end_to_end(mock_server, tmp_path, capsys) -> Non
     assert [m["role"] for m in rec["messages"]] == ["user", "assistant", "tool", "assistant"]
     assert "42" in rec["messages"][2]["content"]  # the tool really ran the code
     assert rec["turns"][0]["info"]["use_tool"] is True and rec["total_reward"] > 1.0
+    # Nothing about the episode leaves the client: no X-Gem header, only standard chat fields.
+    assert server.requests_log and all(
+        not any(h.startswith("x-gem") for h in req["headers"]) for req in server.requests_log
+    )
+    assert all(set(req["body"]) <= {"model", "messages", "temperature", "top_p", "max_tokens"} for req in server.requests_log)
 
 
 def test_failed_request_is_recorded_and_run_goes_on(mock_server, tmp_path) -> None:
-    server = mock_server(fail_seeds=[1])
+    server = mock_server(env_ids=ENVS, fail_seeds=[1])
     out = tmp_path / "run"
-    assert _eval(server, out, GAME, extra=("--episodes", "3", "--retries", "1")) == 0
+    assert _eval(server, out, MATH, extra=("--episodes", "3", "--retries", "1")) == 0
     by_key = {r["key"]: r for r in read_episodes(out)}
-    bad = by_key[f"{GAME}#1"]
+    bad = by_key[f"{MATH}#1"]
     assert bad["status"] == "error"
     assert bad["error"]["stage"] == "model" and bad["error"]["turn"] == 1 and "500" in bad["error"]["message"]
-    assert by_key[f"{GAME}#0"]["status"] == by_key[f"{GAME}#2"]["status"] == "ok"
-    s = json.loads((out / "summary.json").read_text())["envs"][GAME]
+    assert by_key[f"{MATH}#0"]["status"] == by_key[f"{MATH}#2"]["status"] == "ok"
+    s = json.loads((out / "summary.json").read_text())["envs"][MATH]
     assert s["errors"] == 1 and s["errors_by_stage"] == {"model": 1} and s["completed"] == 2
 
 
 def test_resume_runs_only_missing_episodes(mock_server, tmp_path) -> None:
-    server = mock_server()
+    server = mock_server(env_ids=ENVS)
     out = tmp_path / "run"
     assert _eval(server, out, MATH, extra=("--episodes", "6", "--limit", "2")) == 0
     assert len(read_episodes(out)) == 2
@@ -108,9 +118,9 @@ def test_resume_runs_only_missing_episodes(mock_server, tmp_path) -> None:
 
 def test_errored_episodes_are_retried_on_resume(mock_server, tmp_path) -> None:
     out = tmp_path / "run"
-    failing = mock_server(fail_seeds=[0])
+    failing = mock_server(env_ids=ENVS, fail_seeds=[0])
     assert _eval(failing, out, MATH, extra=("--episodes", "2", "--retries", "0")) == 0
-    working = mock_server()
+    working = mock_server(env_ids=ENVS)
     assert _eval(working, out, MATH, extra=("--episodes", "2", "--retries", "0")) == 0
     assert working.requests == 1
     s = json.loads((out / "summary.json").read_text())["envs"][MATH]
@@ -118,7 +128,7 @@ def test_errored_episodes_are_retried_on_resume(mock_server, tmp_path) -> None:
 
 
 def test_killed_subprocess_then_rerun_finishes_missing(mock_server, tmp_path) -> None:
-    server = mock_server(delay_s=0.15)
+    server = mock_server(env_ids=ENVS, delay_s=0.15)
     out = tmp_path / "run"
     args = [
         "eval",
@@ -158,10 +168,11 @@ def test_killed_subprocess_then_rerun_finishes_missing(mock_server, tmp_path) ->
 
 def test_offline_agents_and_pass_at_k(tmp_path) -> None:
     out = tmp_path / "random"
-    cfg = EvalConfig(env_ids=[GAME], out=str(out), agent="random", episodes=8, repeats=4, progress=False)
+    cfg = EvalConfig(env_ids=[GAME], out=str(out), agent="random", episodes=2, repeats=4, progress=False)
     summary = EvalRunner(cfg).run()["envs"][GAME]
     records = read_episodes(out)
-    assert {r["seed"] for r in records} == {0, 1}  # 8 episodes = 2 problems x 4 samples
+    assert len(records) == 8 and summary["episodes"] == 8  # 2 problems x 4 samples
+    assert Counter((r["seed"], r["sample"]) for r in records) == Counter((s, k) for s in (0, 1) for k in range(4))
     assert summary["problems"] == 2 and "pass@4" in summary and "pass@2" in summary
     assert summary["pass@4"] >= summary["pass@2"] >= summary["pass@1"]
     solved = EvalRunner(
@@ -201,3 +212,175 @@ def test_unknown_env_id_fails_fast(tmp_path, capsys) -> None:
     )
     assert "Unknown env id" in capsys.readouterr().err
     assert read_episodes(tmp_path / "r") == []
+
+
+def test_pass_at_k_groups_by_env_and_seed() -> None:
+    def rec(env_id: str, seed: int, ok: bool) -> dict:
+        return {"env_id": env_id, "status": "ok", "seed": seed, "success": ok, "total_reward": float(ok), "num_turns": 1}
+
+    # Two envs share seed 0: problem A is always solved, problem B never. Grouped by seed alone,
+    # the four samples would give pass@2 = 1 - C(2,2)/C(4,2) = 0.833.
+    recs = [rec("a", 0, True), rec("a", 0, True), rec("b", 0, False), rec("b", 0, False)]
+    s = summarize_records(recs)
+    assert s["problems"] == 2 and s["pass@1"] == 0.5 and s["pass@2"] == 0.5
+
+
+def _write(out: Path, records: list) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "episodes.jsonl").open("w") as fh:
+        for r in records:
+            fh.write(json.dumps(r) + "\n")
+
+
+def test_summary_counts_failures_apart_and_splits_tool_bonus(tmp_path) -> None:
+    def rec(i: int, env_id: str = MATH, **kw) -> dict:
+        base = {"key": f"{env_id}#{i}", "env_id": env_id, "index": i, "seed": i, "status": "ok", "success": False,
+                "total_reward": 0.0, "task_reward": 0.0, "tool_bonus": 0.0, "num_turns": 1, "turns": []}
+        return {**base, **kw}
+
+    records = [
+        rec(0, success=True, total_reward=1.5, task_reward=1.0, tool_bonus=0.5,
+            turns=[{"finish_reason": "stop", "tool_bonus": 0.5}, {"finish_reason": "length", "tool_bonus": 0.0}]),
+        rec(1, infra_error={"component": "grader", "type": "Timeout", "message": "slow"}),
+        rec(2, grading={"status": "timeout", "component": "grader"}),
+        rec(3, status="error", error={"stage": "model", "turn": 1, "type": "ModelRequestError", "message": "500"}),
+        rec(4, total_reward=0.25, task_reward=0.0, tool_bonus=0.25),
+        rec(0, env_id=GAME, success=True, total_reward=1.0, task_reward=1.0),
+    ]
+    _write(tmp_path, records)
+    summary = summarize_dir(tmp_path, [MATH, GAME])
+    s = summary["envs"][MATH]
+    assert (s["episodes"], s["completed"], s["scored"], s["errors"]) == (5, 4, 2, 1)
+    assert s["infra_errors"] == 1 and s["infra_errors_by_component"] == {"grader": 1}
+    assert s["ungraded"] == 1 and s["ungraded_by_status"] == {"timeout": 1}
+    assert s["errors_by_stage"] == {"model": 1}
+    # Rates over the two scored episodes only; the tool bonus is reported apart.
+    assert s["success_rate"] == 0.5 and s["pass@1"] == 0.5
+    assert s["mean_reward"] == 0.875 and s["mean_task_reward"] == 0.5 and s["mean_tool_bonus"] == 0.375
+    assert s["cut_replies"] == 1
+    assert summary["envs"][GAME]["success_rate"] == 1.0
+    assert summary["overall"]["episodes"] == 6 and summary["overall"]["infra_errors"] == 1
+    assert "infra" in format_summary(summary) and "task_reward" in format_summary(summary)
+
+
+def test_episodes_count_problems_and_repeats_samples(mock_server, tmp_path) -> None:
+    server = mock_server(env_ids=ENVS)
+    out = tmp_path / "run"
+    assert _eval(server, out, MATH, extra=("--episodes", "3", "--repeats", "2", "--concurrency", "3")) == 0
+    records = read_episodes(out)
+    assert sorted((r["seed"], r["sample"]) for r in records) == [(s, k) for s in range(3) for k in range(2)]
+    s = json.loads((out / "summary.json").read_text())["envs"][MATH]
+    assert s["episodes"] == 6 and s["problems"] == 3 and s["pass@1"] == s["pass@2"] == 1.0
+    env = gem.make(MATH)
+    for r in records:  # the reference answer, recorded after the episode
+        env.reset(seed=r["seed"])
+        assert r["gold"] == env.answer and r["task_reward"] == 1.0 and r["tool_bonus"] == 0.0
+
+
+def test_reply_cut_by_max_tokens_is_marked(mock_server, tmp_path) -> None:
+    server = mock_server(script=["I guess \\boxed{5}"])
+    out = tmp_path / "run"
+    args = ["eval", GAME, "--model", "script", "--base-url", server.base_url, "--out", str(out), "--no-progress",
+            "--episodes", "1", "--max-tokens", "2"]
+    main(args)
+    rec = read_episodes(out)[0]
+    assert rec["turns"][0]["finish_reason"] == "length" and rec["turns"][0]["action"] == "I guess"
+    assert not rec["success"]  # the cut reply lost its answer
+    assert json.loads((out / "summary.json").read_text())["envs"][GAME]["cut_replies"] == rec["num_turns"] >= 1
+    full = mock_server(script=["I guess \\boxed{5}"])
+    main(args[:4] + ["--base-url", full.base_url, "--out", str(tmp_path / "full"), "--no-progress", "--episodes", "1"])
+    assert read_episodes(tmp_path / "full")[0]["turns"][0]["finish_reason"] == "stop"
+
+
+def test_exit_status_is_1_when_no_episode_could_be_scored(mock_server, tmp_path, capsys) -> None:
+    failing = mock_server(env_ids=ENVS, fail_seeds=[0, 1])
+    assert _eval(failing, tmp_path / "bad", MATH, extra=("--episodes", "2", "--retries", "0")) == 1
+    assert "no episode could be scored (2 errors" in capsys.readouterr().err
+    # Completed episodes with no success are a score (0.0), not a failure of the run.
+    wrong = mock_server(script=["\\boxed{nothing}"])
+    args = ["eval", MATH, "--model", "script", "--base-url", wrong.base_url, "--out", str(tmp_path / "zero"),
+            "--no-progress", "--episodes", "2"]
+    assert main(args) == 0
+    assert json.loads((tmp_path / "zero" / "summary.json").read_text())["envs"][MATH]["success_rate"] == 0.0
+
+
+def test_raw_multiagent_id_is_refused_before_any_request(mock_server, tmp_path, capsys) -> None:
+    server = mock_server(script=["1"])
+    out = tmp_path / "run"
+    args = ["eval", "multi:TicTacToe-v0", "--model", "script", "--base-url", server.base_url, "--out", str(out),
+            "--no-progress", "--episodes", "1"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "multi-agent" in err and "multi:TicTacToe-v0-vs-scripted" in err
+    assert server.requests == 0 and read_episodes(out) == []
+    view = ["eval", "multi:TicTacToe-v0-vs-scripted", "--agent", "solver", "--out", str(tmp_path / "view"),
+            "--no-progress", "--episodes", "2"]
+    assert main(view) == 0
+
+
+def test_random_model_and_seed_identification_without_headers(mock_server, tmp_path) -> None:
+    server = mock_server(env_ids=ENVS)
+    out = tmp_path / "run"
+    args = ["eval", GAME, "--model", "random", "--base-url", server.base_url, "--out", str(out), "--no-progress",
+            "--episodes", "3"]
+    assert main(args) == 0
+    assert all(r["status"] == "ok" and r["num_turns"] >= 1 for r in read_episodes(out))
+    # The solver model reads the secret through the env of the episode it identified: every seed wins.
+    assert _eval(server, tmp_path / "s", GAME, extra=("--episodes", "6", "--concurrency", "3")) == 0
+    assert json.loads((tmp_path / "s" / "summary.json").read_text())["envs"][GAME]["success_rate"] == 1.0
+
+
+def test_tool_calling_setting(tmp_path) -> None:
+    import inspect
+
+    from gem.agents.openai_agent import OpenAIAgent
+
+    with pytest.raises(ValueError, match="tool_calling must be one of"):
+        EvalRunner(EvalConfig(env_ids=[MATH], out=str(tmp_path), model="m", tool_calling="json"))
+    native = EvalRunner(EvalConfig(env_ids=[MATH], out=str(tmp_path), model="m", tool_calling="native"))
+    if "tool_calling" in inspect.signature(OpenAIAgent.__init__).parameters:
+        assert native.agent_options()["tool_calling"] == "native"
+    else:
+        with pytest.raises(ValueError, match="native tool calling"):
+            native.agent_options()
+    text = EvalRunner(EvalConfig(env_ids=[MATH], out=str(tmp_path), model="m")).agent_options()
+    assert text.get("tool_calling", "text") == "text"
+
+
+def test_requests_carry_no_episode_and_time_only_themselves() -> None:
+    import asyncio
+
+    import httpx
+    import openai
+
+    from gem.agents.openai_agent import OpenAIAgent
+
+    sent: list[httpx.Request] = []
+
+    class Recording(httpx.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            sent.append(request)
+            body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": "\\boxed{1}"},
+                                 "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+            return httpx.Response(200, json=body)
+
+    async def play() -> None:
+        client = openai.AsyncOpenAI(base_url="http://model.invalid/v1", api_key="k", max_retries=0,
+                                    http_client=httpx.AsyncClient(transport=Recording()))
+        env = gem.make(MATH)
+        agent = OpenAIAgent("m", timeout_s=7.0, client=client)
+        from gem.agents import arun_episode
+
+        episode = await arun_episode(env, agent, seed=0)
+        assert episode.ok and episode.steps[0]["finish_reason"] == "stop"
+        await client.close()
+
+    asyncio.run(play())
+    assert len(sent) == 1
+    request = sent[0]
+    assert not [h for h in request.headers if h.lower().startswith("x-gem")]
+    assert set(json.loads(request.content)) == {"model", "messages"}
+    # The limit covers connecting, sending and reading; waiting for a pooled connection is not counted.
+    assert request.extensions["timeout"] == {"connect": 7.0, "read": 7.0, "write": 7.0, "pool": None}
