@@ -62,7 +62,7 @@ def test_text_mode_sends_the_instruction_and_tool_output_as_user_messages(tool_r
     assert [m["role"] for m in first["messages"]] == ["system", "user"]
     assert first["messages"][1]["content"].endswith(INSTRUCTION) and "tools" not in first
     later = client.requests[1]["messages"]
-    assert later[3] == {"role": "user", "content": f"echo: hi (call 1)"}
+    assert later[3] == {"role": "user", "content": "echo: hi (call 1)"}
     assert all(m["role"] != "tool" for r in client.requests for m in r["messages"])
     assert user_texts(client.requests[2])[-1] == f"count 1\n\n{INSTRUCTION}"
 

@@ -249,8 +249,11 @@ def _actions(family: Family, env: Any, info: dict[str, Any]) -> list[str]:
 def test_first_and_later_prompts_render_with_the_instruction_in_the_user_turn(family, tmp_path):
     env = family.make(tmp_path)
     wrapped = ObservationWrapper(family.make(tmp_path), tokenizer=TemplateTokenizer())  # concat_chat
+    on_reset = ObservationWrapper(family.make(tmp_path), include_chat_template=False,  # concat_chat_on_reset
+                                  apply_chat_template_on_reset=True, tokenizer=TemplateTokenizer())
     obs, info = env.reset(seed=0)
     wrapped_seen = [wrapped.reset(seed=0)[0]]
+    on_reset_seen = [on_reset.reset(seed=0)[0]]
     actions = _actions(family, env, info)
     client = FakeClient(lambda request: actions[len(client.requests) - 1])
     agent = OpenAIAgent("smollm2", client=client)
@@ -260,6 +263,7 @@ def test_first_and_later_prompts_render_with_the_instruction_in_the_user_turn(fa
         asyncio.run(agent.aact(obs, info))
         obs, reward, terminated, truncated, info = env.step(action)
         wrapped_seen.append(wrapped.step(action)[0])
+        on_reset_seen.append(on_reset.step(action)[0])
         observed.append((obs, info))
         if terminated or truncated:
             break
@@ -280,6 +284,7 @@ def test_first_and_later_prompts_render_with_the_instruction_in_the_user_turn(fa
             if i.get("suffix"):
                 assert content.rstrip().endswith(i["suffix"].strip())
         assert users[0].count(observed[0][1]["suffix"].strip()) == 1  # stated once, in the user turn
-    # The observation wrapper (concat_chat) renders exactly what the agent sends.
+    # The observation wrappers render exactly what the agent sends (this template re-renders a
+    # conversation as an extension of its beginning, so the append-only mode agrees too).
     for n, request in enumerate(client.requests):
-        assert wrapped_seen[n] == render(request["messages"])
+        assert wrapped_seen[n] == render(request["messages"]) == on_reset_seen[n]

@@ -77,7 +77,8 @@ def test_game_math_and_tool_env_end_to_end(mock_server, tmp_path, capsys) -> Non
     tool = json.loads((tool_out / "summary.json").read_text())["envs"][MATH]
     assert tool["success_rate"] == 1.0 and tool["mean_tool_calls"] == 1.0 and tool["mean_turns"] == 2.0
     rec = read_episodes(tool_out)[0]
-    assert [m["role"] for m in rec["messages"]] == ["user", "assistant", "tool", "assistant"]
+    # text-tag tool calling: the tool's output is a user message (a tool message needs a tool_call_id)
+    assert [m["role"] for m in rec["messages"]] == ["user", "assistant", "user", "assistant"]
     assert "42" in rec["messages"][2]["content"]  # the tool really ran the code
     assert rec["turns"][0]["info"]["use_tool"] is True and rec["total_reward"] > 1.0
     # Nothing about the episode leaves the client: no X-Gem header, only standard chat fields.

@@ -25,6 +25,7 @@ def test_episode_stats():
     episode = info["episode"]
     assert episode["return"] == pytest.approx(2.0) and episode["length"] == 4
     assert episode["tool_calls"] == 2 and episode["tool_successes"] == 1
+    assert episode["tool_bonus"] == pytest.approx(1.0)  # the task itself gave the other 1.0
     assert 0 <= episode["time"] < 60
     _, info = env.reset(seed=1)
     assert info["prev_ep_step_counter"] == 4 and info["prev_ep_cumulative_rewards"] == pytest.approx(2.0)
