@@ -39,7 +39,7 @@ from typing import Any
 from gem.errors import missing_extra
 from gem.rl.estimators import ALGORITHMS
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("gem.rl.train")  # also when run as __main__
 
 CSV_FIELDS = ["step", "mean_return", "success_rate", "mean_turns", "transitions", "loss", "value_loss",
               "mean_advantage", "seconds", "skipped"]
