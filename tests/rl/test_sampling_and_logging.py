@@ -130,3 +130,25 @@ def test_missing_torch_names_the_extra(tmp_path, monkeypatch, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "gem-llm[rl]" in err and "torch" in err
+
+
+def test_demo_writes_curves_and_summary_to_its_run_dir(tmp_path):
+    import json
+
+    from gem.rl.demo import main as demo_main
+
+    out = tmp_path / "demo"
+    code = demo_main(["--model", "tiny", "--algos", "rebn,reinforce", "--steps", "2", "--num-envs", "2",
+                      "--group-size", "2", "--max-new-tokens", "3", "--threads", "1", "--quiet",
+                      "--output-dir", str(out)])
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["results"]) == {"rebn", "reinforce"}
+    for algo in ("rebn", "reinforce"):
+        rows = list(csv.DictReader((out / algo / "metrics.csv").open()))
+        assert len(rows) == 2
+        assert summary["results"][algo]["steps"] == 2
+        assert summary["results"][algo]["first_return"] == pytest.approx(float(rows[0]["mean_return"]))
+    assert (out / "success.png").stat().st_size > 1000
+    with pytest.raises(SystemExit, match="unknown algorithm"):
+        demo_main(["--algos", "dqn", "--output-dir", str(out)])
