@@ -5,7 +5,10 @@
 * :mod:`gem.rl.losses` (torch, imported when used): REINFORCE and clipped PPO policy losses over token
   masks, and the value loss.
 * :mod:`gem.rl.rollout`: multi-turn episodes from a vector env, as per-turn transitions.
+* :mod:`gem.rl.models`: ``--model`` resolution; GGUF files become cached ``transformers`` checkpoints.
+* :mod:`gem.rl.sampling` (torch): ``model.generate`` and a static-KV-cache decoding loop.
 * :mod:`gem.rl.train` (``python -m gem.rl.train`` / ``gem train``): a small reference trainer.
+* :mod:`gem.rl.demo` (``python -m gem.rl.demo``): ReBN, GRPO and REINFORCE on one env, with curves.
 
 Importing this package imports neither torch nor transformers.
 """

@@ -13,7 +13,9 @@ import torch
 
 from gem.errors import ResourceUnavailable
 from gem.rl.losses import token_logprobs
+from gem.rl.models import resolve_model
 from gem.rl.rollout import Generation
+from gem.rl.sampling import SAMPLERS, StaticSampler, sample_plain
 
 logger = logging.getLogger(__name__)
 
@@ -21,20 +23,25 @@ TINY_MODEL = "tiny"
 
 
 def build_tiny_model(tokenizer: Any, seed: int = 0, n_layer: int = 2, n_embd: int = 64, n_positions: int = 1024) -> Any:
-    """A randomly initialised 2-layer GPT-2 sized to ``tokenizer`` (for smoke tests on CPU)."""
+    """A randomly initialised 2-layer GPT-2 sized to ``tokenizer`` (for smoke tests on CPU).
+
+    The weights depend only on ``seed``; torch's global random state is restored afterwards.
+    """
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    torch.manual_seed(seed)
     config = GPT2Config(
         vocab_size=len(tokenizer), n_positions=n_positions, n_embd=n_embd, n_layer=n_layer, n_head=2,
         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,  # no dropout: RL losses compare log-probs
         bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
     )
-    return GPT2LMHeadModel(config)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return GPT2LMHeadModel(config)
 
 
 def load_model_and_tokenizer(model: str, seed: int = 0, dtype: str | None = None) -> tuple[Any, Any]:
-    """``"tiny"``: the random tiny GPT-2 with :mod:`gem.utils.tiny_tokenizer`; else a path or hub id."""
+    """``"tiny"``: the random tiny GPT-2 with :mod:`gem.utils.tiny_tokenizer`; else a GGUF file, a
+    directory (a checkpoint or one GGUF file) or a hub id (see :func:`gem.rl.models.resolve_model`)."""
     if model == TINY_MODEL:
         from gem.utils.tiny_tokenizer import get_tiny_tokenizer
 
@@ -43,15 +50,16 @@ def load_model_and_tokenizer(model: str, seed: int = 0, dtype: str | None = None
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
-        tokenizer = AutoTokenizer.from_pretrained(model)
+        source = resolve_model(model)
+        tokenizer = AutoTokenizer.from_pretrained(source)
         kwargs: dict[str, Any] = {}
         if dtype:
             kwargs["dtype"] = getattr(torch, dtype)
-        lm = AutoModelForCausalLM.from_pretrained(model, **kwargs)
+        lm = AutoModelForCausalLM.from_pretrained(source, **kwargs)
     except OSError as exc:
         raise ResourceUnavailable(
-            f"Could not load model {model!r} ({exc}). Pass a local directory with the model and tokenizer "
-            f"(--model /path/to/model), or --model tiny for a random tiny model."
+            f"Could not load model {model!r} ({exc}). Pass a GGUF file, a local directory with the model "
+            f"and tokenizer (--model /path/to/model), or --model tiny for a random tiny model."
         ) from exc
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -119,9 +127,15 @@ class HFPolicy:
         max_new_tokens: the response length cap.
         temperature: sampling temperature (log-probs are of the tempered distribution).
         max_prompt_tokens: longer prompts keep their last tokens.
-        apply_chat_template: wrap each observation as a user message with the tokenizer's chat
+        apply_chat_template: wrap each prompt as a user message with the tokenizer's chat
             template (turn off when a ``concat_chat`` wrapper already renders it).
         value_head: a module mapping the last prompt hidden state to ``V(s)`` (PPO's critic).
+        sampler: ``"plain"`` (``model.generate``) or ``"static"`` (a static-KV-cache decoding loop,
+            see :mod:`gem.rl.sampling`).
+        compile: ``torch.compile`` the static sampler's decode step.
+        seed: seeds the policy's own ``torch.Generator``; torch's global random state is never
+            changed (``generate`` runs under ``torch.random.fork_rng``).
+        greedy: decode greedily instead of sampling.
     """
 
     def __init__(
@@ -133,11 +147,17 @@ class HFPolicy:
         max_prompt_tokens: int = 768,
         apply_chat_template: bool = True,
         value_head: Any = None,
+        sampler: str = "plain",
+        compile: bool = False,
+        seed: int = 0,
+        greedy: bool = False,
     ) -> None:
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens!r}.")
         if temperature <= 0:
             raise ValueError(f"temperature must be positive, got {temperature!r}.")
+        if sampler not in SAMPLERS:
+            raise ValueError(f"Unknown sampler {sampler!r}; choose one of: {', '.join(SAMPLERS)}.")
         self.model, self.tokenizer = model, tokenizer
         self.max_new_tokens, self.temperature = max_new_tokens, temperature
         self.max_prompt_tokens = max_prompt_tokens
@@ -145,47 +165,47 @@ class HFPolicy:
         self.value_head = value_head
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.eos_id = tokenizer.eos_token_id
+        self.sampler = sampler
+        self.greedy = greedy
+        self.static = StaticSampler(model, compile=compile) if sampler == "static" else None
+        device = next(model.parameters()).device
+        self.generator = torch.Generator(device=device).manual_seed(seed)
+
+    def render(self, prompt: str) -> str:
+        """The text the model reads: ``prompt`` as a user turn of the chat template (when used)."""
+        if self.apply_chat_template:
+            return self.tokenizer.apply_chat_template(
+                [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+            )
+        return prompt
 
     def encode_prompt(self, observation: str) -> list[int]:
-        if self.apply_chat_template:
-            text = self.tokenizer.apply_chat_template(
-                [{"role": "user", "content": observation}], tokenize=False, add_generation_prompt=True
-            )
-        else:
-            text = observation
-        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        ids = self.tokenizer(self.render(observation), add_special_tokens=False)["input_ids"]
         return ids[-self.max_prompt_tokens:]
 
     @torch.no_grad()
     def generate(self, prompts: Sequence[str]) -> list[Generation]:
         prompt_ids = [self.encode_prompt(p) for p in prompts]
-        device = next(self.model.parameters()).device
-        width = max(len(p) for p in prompt_ids)
-        ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
-        attn = torch.zeros_like(ids)
-        for i, p in enumerate(prompt_ids):  # left padding for generation
-            ids[i, width - len(p):] = torch.tensor(p)
-            attn[i, width - len(p):] = 1
         was_training = self.model.training
         self.model.eval()
-        out = self.model.generate(
-            input_ids=ids.to(device), attention_mask=attn.to(device), do_sample=True,
-            temperature=self.temperature, top_k=0, top_p=1.0, max_new_tokens=self.max_new_tokens,
-            pad_token_id=self.pad_id, eos_token_id=self.eos_id,
-        )
-        responses = []
-        for row in out[:, width:].tolist():
-            if self.eos_id in row:
-                row = row[:row.index(self.eos_id) + 1]
-            responses.append(row)
-        logprobs, _, values = sequence_forward(
-            self.model, prompt_ids, responses, self.pad_id, self.temperature, self.value_head
-        )
-        if was_training:
-            self.model.train()
+        kwargs = dict(max_new_tokens=self.max_new_tokens, pad_id=self.pad_id, eos_id=self.eos_id,
+                      temperature=self.temperature, greedy=self.greedy, generator=self.generator)
+        try:
+            if self.static is not None:
+                responses, logprobs = self.static.sample(prompt_ids, **kwargs)
+            else:
+                responses, logprobs = sample_plain(self.model, prompt_ids, **kwargs), None
+            values = None
+            if logprobs is None or self.value_head is not None:
+                lp, _, values = sequence_forward(
+                    self.model, prompt_ids, responses, self.pad_id, self.temperature, self.value_head
+                )
+                logprobs = [lp[i, :len(r)].tolist() for i, r in enumerate(responses)]
+        finally:
+            if was_training:
+                self.model.train()
         gens = []
         for i, (p, r) in enumerate(zip(prompt_ids, responses)):
             text = self.tokenizer.decode(r, skip_special_tokens=True)
-            gens.append(Generation(p, r, logprobs[i, :len(r)].tolist(), text,
-                                   None if values is None else float(values[i])))
+            gens.append(Generation(p, r, logprobs[i], text, None if values is None else float(values[i])))
         return gens

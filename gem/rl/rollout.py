@@ -4,7 +4,9 @@ A *policy* is any object with ``generate(prompts: list[str]) -> list[Generation]
 :class:`gem.rl.hf.HFPolicy` for a ``transformers`` causal LM, :class:`gem.rl.vllm_policy.VLLMPolicy`
 for vLLM). :func:`collect_episodes` resets every env of the vector (optionally with per-env seeds, so
 several envs replay the same task for GRPO groups), then steps only the envs whose episode is still
-running until every one has ended. Each turn becomes a :class:`Transition` holding the prompt and
+running until every one has ended. The model is prompted with
+:func:`gem.utils.prompting.user_content` of each observation and its info (the env's instruction, e.g.
+``Put your final answer within \\boxed{}.``, lives in ``info["suffix"]``). Each turn becomes a :class:`Transition` holding the prompt and
 response tokens, the sampling log-probs, the turn's reward and, after :func:`assign_advantages`, its
 discounted return and advantage.
 
@@ -21,6 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from gem.rl.estimators import compute_advantages
+from gem.utils.prompting import user_content
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +46,7 @@ class Policy(Protocol):
 
 @dataclass
 class Transition:
-    """One turn of one episode."""
+    """One turn of one episode (``prompt``: the user-turn text the policy was given)."""
 
     observation: str
     action: str
@@ -55,6 +58,7 @@ class Transition:
     value: float | None = None
     ret: float = 0.0
     advantage: float = 0.0
+    prompt: str = ""
 
 
 @dataclass
@@ -107,13 +111,14 @@ def collect_episodes(
         groups = list(seeds) if seeds is not None else list(range(n))
     elif len(groups) != n:
         raise ValueError(f"Got {len(groups)} group ids for {n} envs.")
-    obs, _ = vec_env.reset(seed=list(seeds) if seeds is not None else None)
+    obs, infos = vec_env.reset(seed=list(seeds) if seeds is not None else None)
     episodes = [Episode(i, vec_env.env_ids[i], groups[i]) for i in range(n)]
     current = list(obs)
+    prompts = [user_content(o, info) for o, info in zip(obs, infos)]
     active = list(range(n))
     turn = 0
     while active and turn < max_turns:
-        gens = policy.generate([current[i] for i in active])
+        gens = policy.generate([prompts[i] for i in active])
         if len(gens) != len(active):
             raise RuntimeError(f"policy.generate returned {len(gens)} generations for {len(active)} prompts.")
         actions = {i: g.text for i, g in zip(active, gens)}
@@ -124,7 +129,7 @@ def collect_episodes(
             episodes[i].transitions.append(Transition(
                 observation=current[i], action=g.text, prompt_ids=list(g.prompt_ids),
                 response_ids=list(g.response_ids), logprobs=list(g.logprobs), reward=float(rewards[k]),
-                turn=turn, value=g.value,
+                turn=turn, value=g.value, prompt=prompts[i],
             ))
             if terminated[k] or truncated[k]:
                 ep = episodes[i]
@@ -136,6 +141,7 @@ def collect_episodes(
                     ep.success = bool(final["correct"])
             else:
                 current[i] = next_obs[k]
+                prompts[i] = user_content(next_obs[k], infos[k])
                 still.append(i)
         active = still
         turn += 1

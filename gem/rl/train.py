@@ -8,9 +8,18 @@ the same task, so GRPO has groups), turns the per-turn rewards into advantages w
 estimator (:mod:`gem.rl.estimators`), and takes ``--epochs`` gradient passes over the transitions
 (one transition = one turn: the observation as prompt, the response tokens as the masked loss
 span). ``ppo`` adds a linear value head on the LM's last prompt hidden state (a turn-level critic)
-and uses GAE over turns with the clipped surrogate. Rewards are logged per step to
+and uses GAE over turns with the clipped surrogate. A step whose advantages are all zero (no
+learning signal: e.g. every episode of a GRPO group got the same reward) skips the backward pass and
+the optimizer step and says so. One line per step goes to the ``gem.rl`` logger (and
+``<output-dir>/train.log``), with what the model wrote every ``--sample-every`` steps; rewards go to
 ``<output-dir>/metrics.csv`` (and to wandb with ``--wandb PROJECT`` when wandb is installed); a
 checkpoint (model, tokenizer, value head) is saved every ``--save-every`` steps and at the end.
+
+``--model`` takes ``tiny``, a GGUF file (converted once into a cached checkpoint, see
+:mod:`gem.rl.models`), a directory or a hub id. The trainer never touches global random state:
+sampling uses its own seeded ``torch.Generator`` and the minibatch order a local ``random.Random``.
+The command-line entry (:func:`run`) sets torch's process-wide thread count (``--threads``);
+:func:`train` does not.
 """
 
 from __future__ import annotations
@@ -18,6 +27,8 @@ from __future__ import annotations
 import argparse
 import csv
 import logging
+import math
+import os
 import random
 import sys
 import time
@@ -25,12 +36,28 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gem.errors import missing_extra
 from gem.rl.estimators import ALGORITHMS
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("gem.rl.train")  # also when run as __main__
 
 CSV_FIELDS = ["step", "mean_return", "success_rate", "mean_turns", "transitions", "loss", "value_loss",
-              "mean_advantage", "seconds"]
+              "mean_advantage", "seconds", "skipped"]
+SAMPLER_CHOICES = ("auto", "plain", "static")
+SKIP_NOTE = "skipped: no learning signal (all advantages are zero)"
+
+
+def default_threads() -> int:
+    """Torch CPU threads for ``gem train``: one per two cores this process may use, at least one.
+
+    On a 2-core machine one thread was faster than two (intra-op threads spinning against each
+    other and against the env processes); see docs/rl.md for the measurement.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, cores // 2)
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
@@ -56,6 +83,16 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--no-chat-template", action="store_true", help="feed observations as raw text")
     p.add_argument("--rollout", choices=("hf", "vllm"), default="hf", help="sampler: transformers or vLLM (GPU)")
+    p.add_argument("--sampler", choices=SAMPLER_CHOICES, default="auto",
+                   help="hf rollout: 'plain' model.generate, 'static' a static-KV-cache decoding loop "
+                        "(auto: static and compiled on CUDA, plain on CPU)")
+    p.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
+                   help="torch.compile the static sampler's decode step (auto: on CUDA only)")
+    p.add_argument("--threads", type=int, default=None,
+                   help=f"torch CPU threads (default: half the usable cores, here {default_threads()})")
+    p.add_argument("--sample-every", type=int, default=10,
+                   help="log a prompt and what the model wrote every N steps (0: never)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no per-step log lines")
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default=None, help="torch dtype name for the model (e.g. bfloat16)")
     p.add_argument("--seed", type=int, default=0)
@@ -69,6 +106,10 @@ def _validate(args: argparse.Namespace) -> None:
     for name in ("steps", "num_envs", "group_size", "epochs", "minibatch", "max_new_tokens", "max_turns"):
         if getattr(args, name) < 1:
             raise SystemExit(f"gem train: --{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}.")
+    if getattr(args, "threads", None) is not None and args.threads < 1:
+        raise SystemExit(f"gem train: --threads must be at least 1, got {args.threads}.")
+    if getattr(args, "sample_every", 0) < 0:
+        raise SystemExit(f"gem train: --sample-every must be 0 or more, got {args.sample_every}.")
     if args.num_envs % args.group_size:
         raise SystemExit(f"gem train: --num-envs ({args.num_envs}) must be a multiple of --group-size ({args.group_size}).")
     if args.algo == "grpo" and args.group_size < 2:
@@ -178,16 +219,61 @@ def update(model: Any, value_head: Any, optimizer: Any, transitions: Sequence[An
             "value_loss": float(sum(vlosses) / len(vlosses)) if vlosses else float("nan")}
 
 
-def train(args: argparse.Namespace) -> Path:
-    """Run the trainer; returns the output directory (with ``metrics.csv`` and checkpoints)."""
-    import torch
+def has_signal(transitions: Sequence[Any], algo: str, eps: float = 1e-12) -> bool:
+    """Whether an update would change anything: some advantage is nonzero (for ``ppo``, or some
+    value target differs from its value, so the critic still learns)."""
+    if any(abs(t.advantage) > eps for t in transitions):
+        return True
+    return algo == "ppo" and any(t.value is not None and abs(t.ret - t.value) > eps for t in transitions)
+
+
+def _import_torch() -> Any:
+    try:
+        import torch
+        import transformers  # noqa: F401
+    except ImportError as exc:
+        raise missing_extra("gem train", "rl", exc.name or "torch") from exc
+    return torch
+
+
+def _samplers(args: argparse.Namespace) -> tuple[str, bool]:
+    cuda = str(args.device).startswith("cuda")
+    sampler = getattr(args, "sampler", "auto")
+    if sampler == "auto":
+        sampler = "static" if cuda else "plain"
+    compile_ = getattr(args, "compile", "auto")
+    return sampler, (cuda if compile_ == "auto" else compile_ == "on")
+
+
+def _format_step(row: dict[str, Any]) -> str:
+    loss = row.get("loss")
+    loss_text = "-" if loss is None or (isinstance(loss, float) and math.isnan(loss)) else f"{loss:.4f}"
+    text = (f"step {row['step']}: return {row['mean_return']:.3f}, success {row['success_rate']:.2f}, "
+            f"loss {loss_text}, {row['transitions']} transitions, {row['seconds']:.1f}s")
+    return text + (f"; {SKIP_NOTE}" if row.get("skipped") else "")
+
+
+def _log_sample(step: int, episodes: Sequence[Any]) -> None:
+    for ep in episodes:
+        if ep.transitions:
+            t = ep.transitions[0]
+            logger.info("step %d sample (%s, reward %.3f)\n--- prompt ---\n%s\n--- model wrote ---\n%s",
+                        step, ep.env_id, t.reward, t.prompt or t.observation, t.action)
+            return
+
+
+def train(args: argparse.Namespace, progress: Any = None) -> Path:
+    """Run the trainer; returns the output directory (with ``metrics.csv`` and checkpoints).
+
+    ``progress``, when given, is called with each step's metrics row (the CLI drives its progress
+    bar with it). Global random state and torch's thread count are left alone.
+    """
+    torch = _import_torch()
 
     from gem.rl.hf import HFPolicy, load_model_and_tokenizer
     from gem.rl.rollout import assign_advantages, collect_episodes, episode_stats
 
     _validate(args)
-    random.seed(args.seed)
-    torch.manual_seed(args.seed)
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     model, tokenizer = load_model_and_tokenizer(args.model, seed=args.seed, dtype=args.dtype)
@@ -203,13 +289,18 @@ def train(args: argparse.Namespace) -> Path:
 
         sampler: Any = VLLMPolicy(args.model, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                                   apply_chat_template=chat, seed=args.seed)
-    hf_policy = HFPolicy(model, tokenizer, args.max_new_tokens, args.temperature, args.max_prompt_tokens, chat, value_head)
+    kind, compile_ = _samplers(args)
+    hf_policy = HFPolicy(model, tokenizer, args.max_new_tokens, args.temperature, args.max_prompt_tokens, chat,
+                         value_head, sampler=kind, compile=compile_, seed=args.seed)
     if args.rollout != "vllm":
         sampler = hf_policy
     params = list(model.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
     optimizer = torch.optim.AdamW(params, lr=args.lr)
     vec = _make_envs(args, tokenizer)
     log = _Logger(out, args)
+    sample_every = getattr(args, "sample_every", 0)
+    logger.info("training %s with %s on %s: %d steps of %d episodes (sampler %s%s)", args.model, args.algo,
+                args.env, args.steps, args.num_envs, kind, ", compiled" if compile_ else "")
     try:
         for step in range(1, args.steps + 1):
             t0 = time.perf_counter()
@@ -222,14 +313,19 @@ def train(args: argparse.Namespace) -> Path:
             assign_advantages(episodes, args.algo, gamma=args.gamma, lam=args.lam)
             transitions = [t for ep in episodes for t in ep.transitions if t.response_ids]
             stats = episode_stats(episodes)
-            losses = update(model, value_head, optimizer, transitions, args, hf_policy.pad_id) if transitions else {}
-            if args.rollout == "vllm":
+            skipped = not transitions or not has_signal(transitions, args.algo)
+            losses = {} if skipped else update(model, value_head, optimizer, transitions, args, hf_policy.pad_id)
+            if args.rollout == "vllm" and not skipped:
                 sampler.load_weights(model)
             row = {"step": step, **stats, **losses, "seconds": round(time.perf_counter() - t0, 3),
-                   "mean_advantage": float(sum(t.advantage for t in transitions) / max(len(transitions), 1))}
+                   "mean_advantage": float(sum(t.advantage for t in transitions) / max(len(transitions), 1)),
+                   "skipped": int(skipped)}
             log.log(row)
-            logger.info("step %d return %.3f success %.2f loss %s", step, stats["mean_return"],
-                        stats["success_rate"], losses.get("loss"))
+            logger.info("%s", _format_step(row))
+            if sample_every and (step == 1 or step % sample_every == 0):
+                _log_sample(step, episodes)
+            if progress is not None:
+                progress(row)
             if args.save_every and step % args.save_every == 0:
                 _save(model, tokenizer, value_head, out / f"checkpoint-{step}")
         _save(model, tokenizer, value_head, out / "final")
@@ -255,21 +351,75 @@ def _fill_values(policy: Any, episodes: Sequence[Any]) -> None:
                 t.value = float(v)
 
 
+class _TqdmHandler(logging.Handler):
+    """Writes log records above the progress bar (``tqdm.write``) instead of through it."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            from tqdm import tqdm
+
+            tqdm.write(self.format(record), file=sys.stderr)
+        except Exception:  # noqa: BLE001 - logging must never raise
+            self.handleError(record)
+
+
+def _configure_logging(args: argparse.Namespace) -> list[logging.Handler]:
+    """Console (above the bar) and ``<output-dir>/train.log`` handlers on the ``gem.rl`` logger."""
+    rl_logger = logging.getLogger("gem.rl")
+    console = _TqdmHandler(level=logging.WARNING if args.quiet else logging.INFO)
+    console.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    Path(args.output_dir).mkdir(parents=True, exist_ok=True)
+    file = logging.FileHandler(Path(args.output_dir) / "train.log", encoding="utf-8")
+    file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handlers: list[logging.Handler] = [console, file]
+    for h in handlers:
+        rl_logger.addHandler(h)
+    rl_logger.setLevel(logging.INFO)
+    rl_logger.propagate = False
+    return handlers
+
+
 def run(args: argparse.Namespace) -> int:
-    """Entry for ``gem train`` / ``python -m gem.rl.train``."""
+    """Entry for ``gem train`` / ``python -m gem.rl.train``: threads, logging, progress bar, errors."""
     from gem.errors import GemError
 
     try:
-        out = train(args)
+        torch = _import_torch()
     except GemError as exc:
         print(f"gem train: {exc}", file=sys.stderr)
         return 2
+    threads = args.threads if getattr(args, "threads", None) else default_threads()
+    torch.set_num_threads(threads)
+    rl_logger = logging.getLogger("gem.rl")
+    old_level = rl_logger.level
+    handlers = _configure_logging(args)
+    from tqdm import tqdm
+
+    bar = tqdm(total=args.steps, desc="gem train", unit="step", disable=True if args.quiet else None,
+               file=sys.stderr, dynamic_ncols=True)
+
+    def progress(row: dict[str, Any]) -> None:
+        bar.set_postfix(ret=f"{row['mean_return']:.3f}", success=f"{row['success_rate']:.2f}", refresh=False)
+        bar.update(1)
+
+    try:
+        logger.info("torch uses %d CPU thread(s)", threads)
+        out = train(args, progress=progress)
+    except GemError as exc:
+        print(f"gem train: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        bar.close()
+        for h in handlers:
+            rl_logger.removeHandler(h)
+            h.close()
+        rl_logger.propagate = True
+        rl_logger.setLevel(old_level)
     print(f"gem train: metrics in {out / 'metrics.csv'}, final checkpoint in {out / 'final'}")
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     args = build_parser().parse_args(argv)
     return run(args)
 

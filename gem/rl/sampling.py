@@ -1,0 +1,183 @@
+"""Batched sampling from a ``transformers`` causal LM: ``generate`` (the baseline) and a static-cache loop.
+
+* :func:`sample_plain` calls ``model.generate``. ``generate`` samples from torch's *global* random
+  stream, so it runs inside ``torch.random.fork_rng`` seeded from the caller's ``torch.Generator``:
+  the caller's global state is restored afterwards and runs are reproducible.
+* :func:`sample_static` is a hand-written decoding loop over a preallocated
+  ``transformers.StaticCache``: every decode step has the same shapes (one token per row, a
+  full-length attention mask, one cache position), so ``torch.compile`` (``compile=True``; on CUDA
+  with CUDA graphs) compiles it once and reuses it. It samples with the caller's
+  ``torch.Generator``, records the tempered log-probs of the sampled tokens as it goes (no second
+  forward pass) and reuses its cache between calls of the same size. Prompt widths are rounded up to
+  a multiple of ``pad_multiple`` so that batches of different widths share compiled graphs.
+
+Greedy decoding (``greedy=True``) gives the same tokens with both (tested on the tiny model).
+Both take left-padded prompts and return, per row, the response ids up to and including the first
+EOS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+SAMPLERS = ("plain", "static")
+
+
+def left_pad(prompt_ids: Sequence[Sequence[int]], pad_id: int, multiple: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Left-pad prompts to a ``(B, W)`` id tensor and its mask; ``W`` is rounded up to ``multiple``."""
+    width = max(len(p) for p in prompt_ids)
+    width = -(-width // multiple) * multiple
+    ids = torch.full((len(prompt_ids), width), pad_id, dtype=torch.long)
+    attn = torch.zeros_like(ids)
+    for i, p in enumerate(prompt_ids):
+        if p:
+            ids[i, width - len(p):] = torch.tensor(list(p), dtype=torch.long)
+            attn[i, width - len(p):] = 1
+    return ids, attn
+
+
+def _trim(rows: list[list[int]], eos_id: int | None) -> list[list[int]]:
+    out = []
+    for row in rows:
+        if eos_id is not None and eos_id in row:
+            row = row[:row.index(eos_id) + 1]
+        out.append(row)
+    return out
+
+
+def sample_plain(
+    model: Any,
+    prompt_ids: Sequence[Sequence[int]],
+    *,
+    max_new_tokens: int,
+    pad_id: int,
+    eos_id: int | None,
+    temperature: float = 1.0,
+    greedy: bool = False,
+    min_new_tokens: int = 0,
+    generator: torch.Generator | None = None,
+) -> list[list[int]]:
+    """Response ids from ``model.generate`` (global RNG forked and seeded from ``generator``)."""
+    device = next(model.parameters()).device
+    ids, attn = left_pad(prompt_ids, pad_id)
+    kwargs: dict[str, Any] = {"do_sample": False} if greedy else {
+        "do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
+    if min_new_tokens:
+        kwargs["min_new_tokens"] = min_new_tokens
+    seed = int(torch.randint(0, 2**62, (1,), generator=generator)) if generator is not None else None
+    devices = [device.index or 0] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        if seed is not None:
+            torch.manual_seed(seed)
+        out = model.generate(
+            input_ids=ids.to(device), attention_mask=attn.to(device), max_new_tokens=max_new_tokens,
+            pad_token_id=pad_id, eos_token_id=eos_id, **kwargs,
+        )
+    return _trim(out[:, ids.shape[1]:].tolist(), eos_id)
+
+
+class StaticSampler:
+    """Decoding with a preallocated static KV cache (optionally ``torch.compile``-d).
+
+    Args:
+        model: a ``transformers`` causal LM whose architecture supports ``StaticCache``.
+        compile: compile the one-token decode step (``mode="reduce-overhead"`` on CUDA, default
+            mode elsewhere). The first call of each batch shape pays the compilation.
+        pad_multiple: prompt widths are rounded up to this, so batch shapes repeat.
+    """
+
+    def __init__(self, model: Any, compile: bool = False, pad_multiple: int = 32) -> None:
+        if pad_multiple < 1:
+            raise ValueError(f"pad_multiple must be at least 1, got {pad_multiple!r}.")
+        self.model = model
+        self.pad_multiple = pad_multiple
+        self.compile = compile
+        self._caches: dict[tuple[int, int, Any, Any], Any] = {}
+        self._step: Any = None
+
+    def _cache(self, batch: int, length: int, device: torch.device, dtype: torch.dtype) -> Any:
+        from transformers import StaticCache
+
+        key = (batch, length, device, dtype)
+        cache = self._caches.get(key)
+        if cache is None:
+            self._caches.clear()  # one live cache: memory stays bounded
+            cache = StaticCache(config=self.model.config, max_cache_len=length)
+            self._caches[key] = cache
+        else:
+            cache.reset()
+        return cache
+
+    def _decode_fn(self) -> Any:
+        if self._step is None:
+            def step(ids: torch.Tensor, mask: torch.Tensor, pos: torch.Tensor, cache_pos: torch.Tensor,
+                     cache: Any) -> torch.Tensor:
+                out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, cache_position=cache_pos,
+                                 past_key_values=cache, use_cache=True)
+                return out.logits[:, -1, :].float()
+
+            if self.compile:
+                cuda = next(self.model.parameters()).device.type == "cuda"
+                self._step = torch.compile(step, mode="reduce-overhead" if cuda else None, dynamic=False)
+            else:
+                self._step = step
+        return self._step
+
+    @torch.no_grad()
+    def sample(
+        self,
+        prompt_ids: Sequence[Sequence[int]],
+        *,
+        max_new_tokens: int,
+        pad_id: int,
+        eos_id: int | None,
+        temperature: float = 1.0,
+        greedy: bool = False,
+        min_new_tokens: int = 0,
+        generator: torch.Generator | None = None,
+    ) -> tuple[list[list[int]], list[list[float]]]:
+        """Response ids and the tempered log-probs of each sampled token."""
+        model = self.model
+        param = next(model.parameters())
+        device = param.device
+        ids, attn = left_pad(prompt_ids, pad_id, self.pad_multiple)
+        ids, attn = ids.to(device), attn.to(device)
+        batch, width = ids.shape
+        total = width + max_new_tokens
+        cache = self._cache(batch, total, device, param.dtype)
+        mask = torch.zeros((batch, total), dtype=torch.long, device=device)
+        mask[:, :width] = attn
+        pos = (attn.cumsum(-1) - 1).clamp(min=0)
+        out = model(input_ids=ids, attention_mask=mask[:, :width], position_ids=pos,
+                    cache_position=torch.arange(width, device=device), past_key_values=cache, use_cache=True)
+        logits = out.logits[:, -1, :].float()
+        next_pos = pos[:, -1:] + 1
+        tokens = torch.full((batch, max_new_tokens), pad_id, dtype=torch.long, device=device)
+        logps = torch.zeros((batch, max_new_tokens), dtype=torch.float32, device=device)
+        done = torch.zeros(batch, dtype=torch.bool, device=device)
+        step_fn = self._decode_fn()
+        cache_pos = torch.tensor([width], dtype=torch.long, device=device)
+        for t in range(max_new_tokens):
+            if t < min_new_tokens and eos_id is not None:
+                logits[:, eos_id] = float("-inf")
+            logp = torch.log_softmax(logits / temperature, dim=-1)
+            if greedy:
+                tok = logits.argmax(-1)
+            else:
+                tok = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
+            tok = torch.where(done, torch.full_like(tok, pad_id), tok)
+            tokens[:, t] = tok
+            logps[:, t] = logp.gather(1, tok.unsqueeze(-1)).squeeze(-1)
+            if eos_id is not None:
+                done = done | (tok == eos_id)
+            if t == max_new_tokens - 1 or (t % 8 == 7 and bool(done.all())):
+                break
+            mask[:, width + t] = 1
+            cache_pos.fill_(width + t)
+            logits = step_fn(tok.unsqueeze(-1), mask, next_pos + t, cache_pos, cache).clone()
+        rows = _trim(tokens.tolist(), eos_id)
+        lp = logps.tolist()
+        return rows, [lp[i][:len(r)] for i, r in enumerate(rows)]
