@@ -18,11 +18,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Optional, Protocol
 
 import numpy as np
 
 from gem.rl.estimators import compute_advantages
+from gem.rollout import EpisodeRecorder
 from gem.utils.prompting import user_content
 
 logger = logging.getLogger(__name__)
@@ -72,6 +73,7 @@ class Episode:
     terminated: bool = False
     truncated: bool = False
     success: bool | None = None
+    infra_error: dict[str, Any] | None = None  # a failure of GEM's machinery, not the policy's
 
     @property
     def rewards(self) -> list[float]:
@@ -113,17 +115,26 @@ def collect_episodes(
         raise ValueError(f"Got {len(groups)} group ids for {n} envs.")
     obs, infos = vec_env.reset(seed=list(seeds) if seeds is not None else None)
     episodes = [Episode(i, vec_env.env_ids[i], groups[i]) for i in range(n)]
+    # The bookkeeping every GEM loop shares (success, truncation, tool bonus, infra failures).
+    books = [
+        EpisodeRecorder(
+            env_id=vec_env.env_ids[i], seed=None if seeds is None else seeds[i], max_steps=max_turns,
+            record=False, success_reward=_success_reward(vec_env, i),
+        )
+        for i in range(n)
+    ]
+    for i in range(n):
+        books[i].start(obs[i], infos[i])
     current = list(obs)
     prompts = [user_content(o, info) for o, info in zip(obs, infos)]
     active = list(range(n))
     turn = 0
-    while active and turn < max_turns:
+    while active:
         gens = policy.generate([prompts[i] for i in active])
         if len(gens) != len(active):
             raise RuntimeError(f"policy.generate returned {len(gens)} generations for {len(active)} prompts.")
         actions = {i: g.text for i, g in zip(active, gens)}
         next_obs, rewards, terminated, truncated, infos = vec_env.step(actions)
-        still = []
         for k, i in enumerate(active):
             g = gens[k]
             episodes[i].transitions.append(Transition(
@@ -131,24 +142,32 @@ def collect_episodes(
                 response_ids=list(g.response_ids), logprobs=list(g.logprobs), reward=float(rewards[k]),
                 turn=turn, value=g.value, prompt=prompts[i],
             ))
-            if terminated[k] or truncated[k]:
-                ep = episodes[i]
-                ep.terminated, ep.truncated = bool(terminated[k]), bool(truncated[k])
-                final = infos[k].get("final_info", infos[k])
-                if "success" in final:
-                    ep.success = bool(final["success"])
-                elif "correct" in final:
-                    ep.success = bool(final["correct"])
-            else:
+            ended = bool(terminated[k] or truncated[k])
+            final = infos[k].get("final_info", infos[k]) if ended else infos[k]
+            books[i].begin_turn()
+            books[i].add_turn(g.text, next_obs[k], rewards[k], terminated[k], truncated[k], final)
+            if not ended:
                 current[i] = next_obs[k]
                 prompts[i] = user_content(next_obs[k], infos[k])
-                still.append(i)
-        active = still
+        active = [i for i in active if books[i].running]
         turn += 1
-    for i in active:
-        episodes[i].truncated = True
-        logger.debug("episode in env %d cut at max_turns=%d", i, max_turns)
+    for i, ep in enumerate(episodes):
+        book = books[i].finish()
+        ep.terminated, ep.truncated = book.terminated, book.truncated
+        ep.success = book.success
+        ep.infra_error = book.infra_error
+        if book.truncated and not book.terminated and not books[i].ended:
+            logger.debug("episode in env %d cut at max_turns=%d", i, max_turns)
     return episodes
+
+
+def _success_reward(vec_env: Any, index: int) -> Optional[float]:
+    """The success level of env ``index`` when the vector env can tell (else the default)."""
+    try:
+        levels = vec_env.get_attr("success_reward")
+        return float(levels[index])
+    except Exception:  # noqa: BLE001 -- backends without get_attr, or envs without the attribute
+        return None
 
 
 def assign_advantages(

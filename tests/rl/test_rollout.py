@@ -106,3 +106,32 @@ def test_max_turns_cap_marks_truncated():
     eps = collect_episodes(vec, policy, seeds=seeds, max_turns=3)
     assert len(eps[0]) == 3 and eps[0].truncated
     assert len(policy.calls) == 3
+
+
+def test_rollout_shares_the_loop_bookkeeping_infra_failures_and_success_level():
+    """collect_episodes decides success and records infrastructure failures as gem.rollout does."""
+    from gem.core import Env
+
+    class Flaky(Env):
+        env_id = "test:Flaky"
+
+        def reset(self, seed=None):
+            super().reset(seed)
+            return "say ok", {"suffix": "Answer ok."}
+
+        def step(self, action):
+            info = {"infra_error": {"component": "grader", "type": "TimeoutError", "message": "slow"}}
+            return "done", 0.0, True, False, info
+
+    class Pays(Flaky):
+        def step(self, action):  # no success/correct key: the task reward at the success level decides
+            return "done", float(self.success_reward), True, False, {}
+
+    from gem.vector import SyncVectorEnv
+
+    vec = SyncVectorEnv(["test:Flaky", "test:Pays"], [Flaky, Pays])
+    policy = FixedPolicy("ok")
+    flaky, pays = collect_episodes(vec, policy, max_turns=3)
+    assert flaky.infra_error == {"component": "grader", "type": "TimeoutError", "message": "slow"}
+    assert flaky.success is False and pays.success is True and pays.infra_error is None
+    assert all(p.endswith("Answer ok.") for p in policy.calls[0])
