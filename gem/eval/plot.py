@@ -21,9 +21,9 @@ def _figure(n_envs: int) -> Any:
     try:
         from matplotlib.figure import Figure  # Figure + savefig renders with Agg: no GUI, no pyplot state
     except ImportError as exc:
-        from gem.errors import DependencyNotInstalled
+        from gem.errors import missing_extra
 
-        raise DependencyNotInstalled("gem plot needs matplotlib: pip install 'gem-llm[eval]'.") from exc
+        raise missing_extra("gem plot", "eval", "matplotlib") from exc
     return Figure(figsize=(max(6.0, 1.2 * n_envs + 3), 4.5), dpi=100)
 
 

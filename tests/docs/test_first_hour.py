@@ -113,3 +113,41 @@ def test_a_users_module_that_fails_to_import_says_so(tmp_path, monkeypatch):
 
         dict.pop(registry, "mine:Broken-v0", None)
         dict.pop(registry, "mine:Absent-v0", None)
+
+
+def _build_index_cli(tmp_path, *extra: str) -> subprocess.CompletedProcess:
+    pytest.importorskip("bm25s")
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(
+        json.dumps({"id": str(i), "title": f"Doc {i}", "text": f"word{i} common text number {i}"}) + "\n"
+        for i in range(50)
+    ))
+    argv = [sys.executable, "-m", "gem.tools.search_engine.build_index", "--corpus_path", str(corpus),
+            "--index_path", str(tmp_path / f"idx{len(extra)}"), *extra]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True)
+
+
+def test_index_build_shows_progress_unless_quiet(tmp_path):
+    shown = _build_index_cli(tmp_path)
+    assert "50/50" in shown.stderr and "%|" in shown.stderr
+    assert json.loads(shown.stdout)["num_docs"] == 50
+    quiet = _build_index_cli(tmp_path, "--quiet")
+    assert "%|" not in quiet.stderr and json.loads(quiet.stdout)["num_docs"] == 50
+
+
+def test_faiss_loader_info_lines_are_hidden_unless_asked_for():
+    import logging
+
+    from gem.tools.search_engine.retrievers import quiet_faiss_loader
+
+    loader = logging.getLogger("faiss.loader")
+    saved = loader.level
+    try:
+        loader.setLevel(logging.NOTSET)
+        quiet_faiss_loader()
+        assert loader.level == logging.WARNING
+        loader.setLevel(logging.DEBUG)  # a user who wants them keeps them
+        quiet_faiss_loader()
+        assert loader.level == logging.DEBUG
+    finally:
+        loader.setLevel(saved)
