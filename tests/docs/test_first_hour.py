@@ -129,7 +129,7 @@ def _build_index_cli(tmp_path, *extra: str) -> subprocess.CompletedProcess:
 
 def test_index_build_shows_progress_unless_quiet(tmp_path):
     shown = _build_index_cli(tmp_path)
-    assert "50/50" in shown.stderr and "%|" in shown.stderr
+    assert "/50 [" in shown.stderr and "%|" in shown.stderr  # a tqdm bar over the 50 documents
     assert json.loads(shown.stdout)["num_docs"] == 50
     quiet = _build_index_cli(tmp_path, "--quiet")
     assert "%|" not in quiet.stderr and json.loads(quiet.stdout)["num_docs"] == 50
