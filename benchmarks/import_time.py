@@ -1,6 +1,10 @@
-"""Median wall time of `import gem` in a fresh interpreter (target: under 0.15 s), next to gem-llm 0.1.0.
+"""Median wall time of `import gem` in a fresh interpreter (target: under 0.15 s), next to gem-llm 0.1.0,
+and of `gem list game` / `gem list` (target: under 1 s, with every extra installed: reasoning-gym's
+task list is read from a shipped file, never by importing it), next to a bare interpreter's start.
 
     python benchmarks/import_time.py [--runs 15]
+
+With PYTHONPATH set (a checkout), that checkout's gem is measured; the baseline never sees it.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _baseline import DEFAULT_BASELINE  # noqa: E402
@@ -18,8 +23,8 @@ from _baseline import DEFAULT_BASELINE  # noqa: E402
 CODE = "import time; t = time.perf_counter(); import gem; print(time.perf_counter() - t)"
 
 
-def median_import(python: str, runs: int) -> float:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+def median_import(python: str, runs: int, keep_pythonpath: bool = False) -> float:
+    env = {k: v for k, v in os.environ.items() if keep_pythonpath or k != "PYTHONPATH"}
     times = []
     with tempfile.TemporaryDirectory() as cwd:
         for _ in range(runs):
@@ -28,16 +33,32 @@ def median_import(python: str, runs: int) -> float:
     return statistics.median(times)
 
 
+def median_command(argv: list[str], runs: int) -> float:
+    """Median wall time of running ``argv`` (a fresh process each time), output discarded."""
+    times = []
+    with tempfile.TemporaryDirectory() as cwd:
+        for _ in range(runs):
+            start = time.perf_counter()
+            subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--baseline-python", default=DEFAULT_BASELINE)
     args = parser.parse_args()
-    ours = median_import(sys.executable, args.runs)
+    ours = median_import(sys.executable, args.runs, keep_pythonpath=True)
     print(f"import gem, median of {args.runs}: ours {ours * 1000:.1f} ms (target < 150 ms)")
     if os.path.exists(args.baseline_python):
         base = median_import(args.baseline_python, args.runs)
         print(f"gem-llm 0.1.0: {base * 1000:.1f} ms  (ours / baseline = {ours / base:.2f})")
+    bare = median_command([sys.executable, "-c", "pass"], args.runs)
+    print(f"python -c pass: {bare * 1000:.1f} ms")
+    for argv in (["list", "game"], ["list"]):
+        took = median_command([sys.executable, "-m", "gem.cli", *argv], args.runs)
+        print(f"gem {' '.join(argv)}: {took * 1000:.1f} ms (target < 1000 ms; / bare interpreter = {took / bare:.1f})")
 
 
 if __name__ == "__main__":

@@ -8,8 +8,10 @@ env as ``\\boxed{n}`` through a ``gem.make_vec`` vector env with the ``concat`` 
 :func:`gem.rl.rollout.collect_episodes`. Each estimator of :mod:`gem.rl.estimators` is trained with
 the same budget, batch, optimizer and learning rate over several seeds; no per-method tuning.
 
-    python examples/rl_experiment.py                 # writes docs/rl_curves.png and docs/rl_results.md
-    python examples/rl_experiment.py --updates 20 --seeds 1 --out /tmp/rl   # a quick look
+    python examples/rl_experiment.py                 # writes runs/rl_experiment/rl_curves.png, rl_results.{md,json}
+    python examples/rl_experiment.py --updates 20 --seeds 1 --out runs/rl-quick   # a quick look
+
+The figures in docs/ are a copy of one such run (copy them there by hand to publish a new run).
 """
 
 from __future__ import annotations
@@ -158,7 +160,8 @@ def main(argv: Any = None) -> int:
     p.add_argument("--clip", type=float, default=0.2)
     p.add_argument("--last", type=int, default=20, help="final return = mean over the last N updates")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
-    p.add_argument("--out", default="docs", help="where rl_curves.png, rl_results.md and rl_results.json go")
+    p.add_argument("--out", default="runs/rl_experiment",
+                   help="the run directory: rl_curves.png, rl_results.md and rl_results.json go there")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     algos = [a.strip() for a in args.algos.split(",") if a.strip()]

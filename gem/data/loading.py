@@ -16,7 +16,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional
 
-from gem.errors import DependencyNotInstalled, ResourceUnavailable
+from gem.errors import ResourceUnavailable, missing_extra
 
 logger = logging.getLogger(__name__)
 
@@ -244,9 +244,7 @@ def _read_parquet(path: Path) -> list[dict[str, Any]]:
     try:
         import pyarrow.parquet as pq
     except ImportError as exc:
-        raise DependencyNotInstalled(
-            "Reading parquet files needs pyarrow: pip install pyarrow (it comes with 'gem-llm[math]')."
-        ) from exc
+        raise missing_extra("Reading parquet files", "math", "pyarrow") from exc
     return pq.read_table(path).to_pylist()
 
 
@@ -285,10 +283,7 @@ def _import_datasets(source: str) -> Any:
     try:
         import datasets
     except ImportError as exc:
-        raise DependencyNotInstalled(
-            f"Loading {source!r} needs the `datasets` package: pip install 'gem-llm[math]' "
-            "(or pip install datasets)."
-        ) from exc
+        raise missing_extra(f"Loading {source!r} from the Hugging Face hub", "math", "datasets") from exc
     return datasets
 
 
@@ -335,6 +330,8 @@ def _load_hub(source: str, split: Optional[str], hub_kwargs: dict[str, Any]) -> 
     if not forced_offline and not hub_reachable():
         raise ResourceUnavailable(_offline_message(source, "the hub cannot be reached from this machine"))
     datasets = _import_datasets(source)
+    # datasets draws its own download bars on stderr (HF_DATASETS_DISABLE_PROGRESS_BARS=1 hides them)
+    logger.info("Loading %r from the Hugging Face hub (downloaded once, then read from its cache)", source)
     try:
         with _offline_flags(datasets, forced_offline):
             loaded = datasets.load_dataset(source, split=split, **hub_kwargs)

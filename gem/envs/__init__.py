@@ -234,7 +234,7 @@ def _register_rg_namespace() -> None:
     from gem.envs import _reasoning_gym_registry as rg_ids
     from gem.envs.registration import register_namespace
 
-    register_namespace(rg_ids.PREFIX, rg_ids.resolve, rg_ids.list_ids)
+    register_namespace(rg_ids.PREFIX, rg_ids.resolve, rg_ids.list_ids, note=rg_ids.missing_note)
 
 
 _register_rg_namespace()

@@ -1,8 +1,20 @@
-"""The ``rg:`` namespace: ids resolved on first use, so ``import gem`` never imports reasoning-gym."""
+"""The ``rg:`` namespace, listed without importing reasoning-gym.
+
+reasoning-gym takes seconds to import (it imports sympy, matplotlib...), so its task names and
+one-line descriptions are kept in ``reasoning_gym_tasks.json`` next to this module: ``gem list``
+reads that file, and only ``gem.make("rg:...")`` imports reasoning-gym. The file is rebuilt from the
+installed reasoning-gym with ``python -m gem.envs._reasoning_gym_registry`` (a test checks that it
+matches whenever reasoning-gym is installed). Without reasoning-gym the ids are still listed, and
+making one raises the missing-extra error.
+"""
 
 from __future__ import annotations
 
 import functools
+import importlib.util
+import json
+import re
+from pathlib import Path
 from typing import Optional
 
 from gem.envs.registration import EnvSpec
@@ -10,40 +22,116 @@ from gem.envs.registration import EnvSpec
 PREFIX = "rg:"
 ENTRY_POINT = "gem.envs.reasoning_gym:ReasoningGymEnv"
 DEFAULT_KWARGS = {"size": 500, "seed": 42}
+EXTRA = "rg"
+TASKS_FILE = Path(__file__).with_name("reasoning_gym_tasks.json")
+
+
+def installed() -> bool:
+    """Whether reasoning-gym can be imported (checked without importing it)."""
+    return importlib.util.find_spec("reasoning_gym") is not None
 
 
 @functools.lru_cache(maxsize=1)
-def _names() -> Optional[frozenset[str]]:
-    """reasoning-gym's dataset names, or ``None`` when it is not installed."""
-    try:
-        import reasoning_gym
-    except ImportError:
-        return None
+def cached_tasks() -> dict[str, str]:
+    """``{task name: description}`` as shipped in :data:`TASKS_FILE`."""
+    return dict(json.loads(TASKS_FILE.read_text(encoding="utf-8"))["tasks"])
+
+
+@functools.lru_cache(maxsize=1)
+def _installed_names() -> frozenset[str]:
+    """The task names of the installed reasoning-gym (imports it: only for names not in the cache)."""
+    if not installed():
+        return frozenset()
+    import reasoning_gym
+
     return frozenset(reasoning_gym.factory.DATASETS)
 
 
-def _spec(name: str) -> EnvSpec:
+def _first_line(doc: Optional[str]) -> str:
+    doc = (doc or "").strip()
+    return doc.splitlines()[0].strip().rstrip(".") if doc else ""
+
+
+def describe(name: str, dataset_cls: type, config_cls: Optional[type] = None) -> str:
+    """A task's one-line description, from reasoning-gym's own text: the dataset class's docstring,
+    else its config class's ("Configuration for X generation"), else its module's, else the name."""
+    import sys
+
+    text = _first_line(dataset_cls.__doc__)
+    if not text and config_cls is not None:
+        config_doc = _first_line(config_cls.__doc__)
+        if config_doc.startswith("Configuration for "):
+            subject = re.sub(r"\s*(dataset|task)?\s*generation$", "", config_doc[len("Configuration for "):])
+            text = f"{subject} tasks"
+    if not text:
+        text = _first_line(getattr(sys.modules.get(dataset_cls.__module__), "__doc__", None))
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # a Markdown link: keep its words
+    text = re.sub(r":?\s*https?://\S+", "", text).strip()  # a bare address
+    if not text:
+        return f"reasoning-gym task {name}"
+    text = text[:1].lower() + text[1:] if not text[1:2].isupper() else text
+    return text if len(text) <= 100 else text[:99].rstrip() + "…"
+
+
+def tasks_from_reasoning_gym() -> dict[str, str]:
+    """``{task name: description}`` read from the installed reasoning-gym (imports it)."""
+    import reasoning_gym
+
+    return {
+        name: describe(name, entry[0], entry[1] if len(entry) > 1 else None)
+        for name, entry in sorted(reasoning_gym.factory.DATASETS.items())
+    }
+
+
+def _spec(name: str, description: str) -> EnvSpec:
     return EnvSpec(
         f"{PREFIX}{name}",
         ENTRY_POINT,
         kwargs={"name": name, **DEFAULT_KWARGS},
         family="rg",
-        description=f"reasoning-gym task {name}",
-        extra="rg",
+        description=description or f"reasoning-gym task {name}",
+        extra=EXTRA,
     )
 
 
 def resolve(env_id: str) -> Optional[EnvSpec]:
-    """The spec of ``rg:<name>``; without reasoning-gym installed, one whose ``make`` says how to install it."""
+    """The spec of ``rg:<name>``, or ``None`` for a name reasoning-gym does not have.
+
+    Without reasoning-gym installed the spec still exists (for the shipped names); making it raises
+    the error that names the ``rg`` extra.
+    """
     name = env_id[len(PREFIX) :]
     if not name:
         return None
-    names = _names()
-    if names is not None and name not in names:
-        return None
-    return _spec(name)
+    tasks = cached_tasks()
+    if name in tasks:
+        return _spec(name, tasks[name])
+    if name in _installed_names():  # a newer reasoning-gym than the shipped list
+        return _spec(name, "")
+    return None
 
 
 def list_ids() -> list[str]:
-    """Every ``rg:`` id (empty without reasoning-gym)."""
-    return [f"{PREFIX}{n}" for n in sorted(_names() or ())]
+    """Every ``rg:`` id, from the shipped list (reasoning-gym is not imported)."""
+    return [f"{PREFIX}{n}" for n in cached_tasks()]
+
+
+def missing_note() -> Optional[str]:
+    """What ``gem list`` says under the family when reasoning-gym is not installed."""
+    return None if installed() else f"needs the {EXTRA!r} extra: pip install 'gem-llm[{EXTRA}]'"
+
+
+def write_tasks_file(path: Path = TASKS_FILE) -> dict[str, str]:
+    """Rebuild :data:`TASKS_FILE` from the installed reasoning-gym; returns the tasks written."""
+    from importlib.metadata import version
+
+    tasks = tasks_from_reasoning_gym()
+    payload = {"reasoning_gym_version": version("reasoning_gym"), "tasks": tasks}
+    path.write_text(json.dumps(payload, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    cached_tasks.cache_clear()
+    return tasks
+
+
+if __name__ == "__main__":
+    written = write_tasks_file()
+    print(f"{len(written)} reasoning-gym tasks written to {TASKS_FILE}")

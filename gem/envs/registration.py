@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Iterable, Optional, Sequence, Union
 
 from gem.core import Env
-from gem.errors import DependencyNotInstalled, UnknownEnvError
+from gem.errors import DependencyNotInstalled, UnknownEnvError, missing_extra
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +38,9 @@ FAMILIES: dict[str, str] = {
     "rg": "ReasoningGym tasks",
     "eval": "held-out evaluation sets",
     "multi": "multi-agent games",
+    "webshop": "shopping in a bundled web shop",
+    "terminal": "shell tasks in a sandbox",
+    "swe": "fixing issues in small Python repositories",
 }
 
 
@@ -73,13 +76,13 @@ class EnvSpec:
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
-            missing = getattr(exc, "name", None) or ""
-            if missing and missing.split(".")[0] != "gem":
-                raise DependencyNotInstalled(
-                    f"{self.id} needs the optional dependency {missing!r}: "
-                    + (f"pip install 'gem-llm[{self.extra}]'" if self.extra else f"pip install {missing}")
-                ) from exc
-            raise
+            if module_name.split(".")[0] == "gem" and _missing_third_party(exc):
+                if self.extra:
+                    raise missing_extra(self.id, self.extra, exc.name) from exc
+                raise DependencyNotInstalled(f"{self.id} needs {exc.name}, which is not installed.") from exc
+            raise ImportError(
+                f"{self.id}: its module {module_name!r} failed to import: {type(exc).__name__}: {exc}"
+            ) from exc
         try:
             return getattr(module, attr)
         except AttributeError as exc:
@@ -88,6 +91,12 @@ class EnvSpec:
     def make(self, **kwargs: Any) -> Env:
         """Build the env: ``gem.make(self.id, **kwargs)``."""
         return _make_from_spec(self, kwargs)
+
+
+def _missing_third_party(exc: ImportError) -> bool:
+    """Whether ``exc`` says that a package outside gem is not installed."""
+    missing = getattr(exc, "name", None) or ""
+    return isinstance(exc, ModuleNotFoundError) and bool(missing) and missing.split(".")[0] != "gem"
 
 
 class _Registry(dict):
@@ -149,6 +158,7 @@ ENV_REGISTRY = registry  # the original GEM's name for the same dict
 # prefix -> (resolve(full id) -> EnvSpec or None, list_ids() -> ids). See register_namespace.
 _namespaces: dict[str, tuple[Callable[[str], Optional[EnvSpec]], Callable[[], Iterable[str]]]] = {}
 _listed_namespaces: set[str] = set()
+_family_notes: dict[str, Callable[[], Optional[str]]] = {}  # family -> note() (see register_namespace)
 _plugins_loaded = False
 
 
@@ -190,14 +200,19 @@ def register_namespace(
     prefix: str,
     resolve: Callable[[str], Optional[EnvSpec]],
     list_ids: Callable[[], Iterable[str]],
+    note: Optional[Callable[[], Optional[str]]] = None,
 ) -> None:
     """Serve ids that start with ``prefix`` from ``resolve`` on first use.
 
     For families whose ids are only known after importing a heavy library (``rg:`` asks
     reasoning-gym), so that ``import gem`` does not import it. ``resolve(id)`` returns an
-    :class:`EnvSpec` or ``None``; ``list_ids()`` lists every id, for ``print_envs`` and tests.
+    :class:`EnvSpec` or ``None``; ``list_ids()`` lists every id, for ``print_envs`` and tests
+    (keep it cheap: ``gem list`` calls it). ``note()``, if given, returns a line that ``print_envs``
+    shows under the family (what to install when its library is missing), or ``None``.
     """
     _namespaces[prefix] = (resolve, list_ids)
+    if note is not None:
+        _family_notes[prefix.rstrip(":")] = note
     _listed_namespaces.discard(prefix)
 
 
@@ -480,6 +495,9 @@ def print_envs(family: Optional[str] = None, file: Optional[IO[str]] = None) -> 
     for fam, members in groups.items():
         title = FAMILIES.get(fam, "")
         out.write(f"\n{fam} ({len(members)}{': ' + title if title else ''})\n")
+        note = _family_notes[fam]() if fam in _family_notes else None
+        if note:
+            out.write(f"  ({note})\n")
         for env_id in members:
             desc = registry[env_id].description if env_id in registry else ""
             out.write(f"  {env_id:<{width}}{desc}\n")

@@ -10,7 +10,7 @@ import logging
 from pathlib import Path
 from typing import Any, Optional
 
-from gem.eval.runner import summarize_dir
+from gem.eval.runner import latest_records, read_episodes, summarize_dir
 
 logger = logging.getLogger(__name__)
 
@@ -21,10 +21,23 @@ def _figure(n_envs: int) -> Any:
     try:
         from matplotlib.figure import Figure  # Figure + savefig renders with Agg: no GUI, no pyplot state
     except ImportError as exc:
-        from gem.errors import DependencyNotInstalled
+        from gem.errors import missing_extra
 
-        raise DependencyNotInstalled("gem plot needs matplotlib: pip install 'gem-llm[eval]'.") from exc
+        raise missing_extra("gem plot", "eval", "matplotlib") from exc
     return Figure(figsize=(max(6.0, 1.2 * n_envs + 3), 4.5), dpi=100)
+
+
+def success_notes(out: str | Path) -> dict[str, str]:
+    """The label over each env's success bar: ``"3/10 solved"``, and ``"2 errors"`` on a second line."""
+    counts: dict[str, list[int]] = {}
+    for rec in latest_records(read_episodes(out)).values():
+        solved, done, errors = counts.setdefault(rec["env_id"], [0, 0, 0])
+        failed = rec.get("status") != "ok"
+        counts[rec["env_id"]] = [solved + bool(rec.get("success")) * (not failed), done + (not failed), errors + failed]
+    notes = {}
+    for env, (solved, done, errors) in counts.items():
+        notes[env] = f"{solved}/{done} solved" + (f"\n{errors} error{'s' if errors != 1 else ''}" if errors else "")
+    return notes
 
 
 def plot_dir(out: str | Path, to: Optional[str | Path] = None) -> list[Path]:
@@ -50,23 +63,22 @@ def plot_dir(out: str | Path, to: Optional[str | Path] = None) -> list[Path]:
         key=lambda k: int(k[5:]),
     )
     series = [("success rate", "success_rate")] + [(k, k) for k in ks]
+    notes = success_notes(out)
     width = 0.8 / len(series)
     for j, (name, key) in enumerate(series):
         values = [summary["envs"][e].get(key) or 0.0 for e in envs]
         bars = ax.bar([x + (j - (len(series) - 1) / 2) * width for x in xs], values, width, label=name)
         if j == 0:
             for bar, env in zip(bars, envs):
-                s = summary["envs"][env]
-                note = f"{s['completed']}/{s['episodes']}" + (f"\n{s['errors']} err" if s["errors"] else "")
                 ax.annotate(
-                    note,
+                    notes[env],
                     (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                     ha="center",
                     va="bottom",
                     fontsize=8,
                 )
     ax.set_ylim(0, 1.15)
-    ax.set_ylabel("rate")
+    ax.set_ylabel("share of episodes solved")
     ax.set_xticks(xs, labels, rotation=20, ha="right", fontsize=8)
     ax.set_title("Success per env")
     ax.legend(fontsize=8)

@@ -7,7 +7,10 @@ every request (so a running eval can be watched):
 * ``GET /api/summary``: the summary (as in ``summary.json``);
 * ``GET /api/episodes``: one row per episode (the last record of each key): key, env, seed,
   status, success, return, turns, tool calls;
-* ``GET /api/episode?key=KEY``: the full record.
+* ``GET /api/episode?key=KEY``: the full record;
+* ``GET /api/envs``: one row per env for the landing page: episodes, success rate, mean task reward,
+  mean tool bonus, errors (records from before ``task_reward``/``tool_bonus`` were written count
+  their whole return as task reward, and show no tool bonus).
 """
 
 from __future__ import annotations
@@ -34,6 +37,43 @@ def episode_rows(out: str | Path) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (str(r["env_id"]), int(r["index"] or 0)))
 
 
+def _tool_bonus(rec: dict[str, Any]) -> Optional[float]:
+    """The episode's tool bonus: its own field, else the sum of its turns' ``tool_bonus``, else None."""
+    if rec.get("tool_bonus") is not None:
+        return float(rec["tool_bonus"])
+    bonuses = [t["tool_bonus"] for t in rec.get("turns") or [] if t.get("tool_bonus") is not None]
+    return float(sum(bonuses)) if bonuses else None
+
+
+def _task_reward(rec: dict[str, Any]) -> float:
+    if rec.get("task_reward") is not None:
+        return float(rec["task_reward"])
+    return float(rec.get("total_reward") or 0.0) - (_tool_bonus(rec) or 0.0)
+
+
+def env_table(out: str | Path) -> list[dict[str, Any]]:
+    """Per env: episodes, errors (the run's or the infrastructure's), success rate over the episodes
+    that ran, mean task reward, mean tool bonus (None when no record has one)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for rec in latest_records(read_episodes(out)).values():
+        groups.setdefault(str(rec.get("env_id")), []).append(rec)
+    table = []
+    for env_id in sorted(groups):
+        recs = groups[env_id]
+        failed = [r for r in recs if r.get("status") != "ok" or r.get("infra_error")]
+        ran = [r for r in recs if r.get("status") == "ok"]
+        bonuses = [b for b in map(_tool_bonus, ran) if b is not None]
+        table.append({
+            "env_id": env_id,
+            "episodes": len(recs),
+            "errors": len(failed),
+            "success_rate": sum(bool(r.get("success")) for r in ran) / len(ran) if ran else None,
+            "mean_task_reward": sum(map(_task_reward, ran)) / len(ran) if ran else None,
+            "mean_tool_bonus": sum(bonuses) / len(bonuses) if bonuses else None,
+        })
+    return table
+
+
 def _handler(out: Path) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, fmt: str, *args: Any) -> None:  # route to logging, not stderr
@@ -56,6 +96,8 @@ def _handler(out: Path) -> type[BaseHTTPRequestHandler]:
                 self._send(200, PAGE.read_bytes(), "text/html; charset=utf-8")
             elif url.path == "/api/summary":
                 self._json(summarize_dir(out))
+            elif url.path == "/api/envs":
+                self._json(env_table(out))
             elif url.path == "/api/episodes":
                 self._json(episode_rows(out))
             elif url.path == "/api/episode":

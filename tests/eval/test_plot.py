@@ -34,3 +34,21 @@ def test_plot_writes_pngs(tmp_path, capsys) -> None:
 def test_plot_refuses_a_directory_without_episodes(tmp_path, capsys) -> None:
     assert main(["plot", str(tmp_path)]) == 2
     assert "no episodes.jsonl" in capsys.readouterr().err
+
+
+def test_success_label_counts_solved_episodes(tmp_path) -> None:
+    import json
+
+    from gem.eval.plot import plot_dir, success_notes
+
+    out = tmp_path / "run"
+    EvalRunner(EvalConfig(env_ids=["game:GuessTheNumber-v0-easy"], out=str(out), agent="solver", episodes=5,
+                          progress=False)).run()
+    records = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    assert all(r["success"] for r in records)
+    records[0]["status"], records[0]["success"] = "error", False  # one episode the infrastructure lost
+    records[1]["success"] = False  # one the agent failed
+    (out / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    # the label counts solved episodes out of those that ran (it used to be completed/episodes)
+    assert success_notes(out) == {"game:GuessTheNumber-v0-easy": "3/4 solved\n1 error"}
+    assert len(plot_dir(out)) == 3

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import urllib.request
@@ -79,12 +80,13 @@ def test_viewer_refuses_a_directory_without_episodes(tmp_path: Path) -> None:
         Viewer(tmp_path)
 
 
-@pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="needs chromium and chromedriver (apt)")
-def test_page_in_headless_chromium(eval_dir: Path, tmp_path: Path) -> None:
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select, WebDriverWait
+NEEDS_CHROMIUM = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="needs chromium and chromedriver (apt)")
 
+
+@contextlib.contextmanager
+def chromium(tmp_path: Path):
+    """A headless Chromium (selenium) that is closed afterwards."""
+    webdriver = pytest.importorskip("selenium.webdriver")
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
     for flag in (
@@ -100,10 +102,25 @@ def test_page_in_headless_chromium(eval_dir: Path, tmp_path: Path) -> None:
         "--window-size=1200,800",
     ):
         opts.add_argument(flag)
-    service = webdriver.ChromeService(executable_path=CHROMEDRIVER)
-    with Viewer(eval_dir) as viewer:
-        driver = webdriver.Chrome(options=opts, service=service)
-        try:
+    driver = webdriver.Chrome(options=opts, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _screenshot(driver, path: Path) -> None:
+    assert driver.save_screenshot(str(path))
+    assert path.read_bytes()[:4] == b"\x89PNG" and path.stat().st_size > 10_000
+
+
+@NEEDS_CHROMIUM
+def test_page_in_headless_chromium(eval_dir: Path, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    with Viewer(eval_dir) as viewer, chromium(tmp_path) as driver:
+        if True:
             driver.get(viewer.url)
             wait = WebDriverWait(driver, 20)
             wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-loaded") == "1")
@@ -125,8 +142,76 @@ def test_page_in_headless_chromium(eval_dir: Path, tmp_path: Path) -> None:
             last_reward = turns[-1].find_element(By.CSS_SELECTOR, ".reward")
             assert last_reward.text == "reward 1" and "pos" in last_reward.get_attribute("class")
             assert "\\boxed{" in turns[0].text and "turn 1" in turns[0].text
-            shot = tmp_path / "viewer.png"
-            assert driver.save_screenshot(str(shot))
-            assert shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 10_000
-        finally:
-            driver.quit()
+            _screenshot(driver, tmp_path / "viewer.png")
+
+
+@pytest.fixture
+def loop_dir(eval_dir: Path) -> Path:
+    """eval_dir plus one tool-using episode written with the newer fields: gold, task_reward,
+    tool_bonus, infra_error, and per turn finish_reason and tool_bonus."""
+    rec = json.loads((eval_dir / "episodes.jsonl").read_text().splitlines()[0])
+    turns = [
+        {**rec["turns"][0], "turn": 1, "action": "<python>print(2)</python>", "observation": "2",
+         "reward": 0.05, "tool_bonus": 0.05, "finish_reason": "stop", "terminated": False,
+         "info": {"use_tool": True}},
+        {**rec["turns"][0], "turn": 2, "action": "I think the answer is", "observation": "no answer found",
+         "reward": -0.1, "tool_bonus": 0.0, "finish_reason": "length", "terminated": True, "info": {}},
+    ]
+    rec.update(key="math:Tool#0", env_id="math:Tool", index=0, turns=turns, total_reward=-0.05, success=False,
+               task_reward=-0.1, tool_bonus=0.05, gold="42", infra_error=None)
+    broken = dict(rec, key="math:Tool#1", index=1, turns=turns[:1], total_reward=0.05, task_reward=0.0,
+                  infra_error={"component": "grader", "type": "TimeoutError", "message": "grader hung"})
+    with (eval_dir / "episodes.jsonl").open("a") as fh:
+        fh.write(json.dumps(rec) + "\n" + json.dumps(broken) + "\n")
+    return eval_dir
+
+
+def test_env_table(loop_dir: Path) -> None:
+    from gem.eval.viewer import env_table
+
+    table = {row["env_id"]: row for row in env_table(loop_dir)}
+    assert table["math:Tool"] == {"env_id": "math:Tool", "episodes": 2, "errors": 1, "success_rate": 0.0,
+                                  "mean_task_reward": pytest.approx(-0.05), "mean_tool_bonus": pytest.approx(0.05)}
+    game = table[GAME]
+    # records written before tool_bonus existed: the whole return is the task's, no tool bonus
+    assert game["episodes"] == 6 and game["errors"] == 1 and game["mean_tool_bonus"] is None
+    with Viewer(loop_dir) as viewer:
+        status, rows = _get(viewer.url + "api/envs")
+        assert status == 200 and [r["env_id"] for r in rows] == sorted(table)
+
+
+@NEEDS_CHROMIUM
+def test_landing_table_gold_cut_replies_and_reward_colours(loop_dir: Path, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    with Viewer(loop_dir) as viewer, chromium(tmp_path) as driver:
+        driver.get(viewer.url)
+        wait = WebDriverWait(driver, 20)
+        wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-loaded") == "1")
+        rows = {tr.get_attribute("data-env"): [td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+                for tr in driver.find_elements(By.CSS_SELECTOR, "#env-summary tbody tr")}
+        assert rows["math:Tool"] == ["math:Tool", "2", "0%", "-0.05", "0.05", "1"]
+        assert rows[GAME][1] == "6" and rows[GAME][4] == "-" and rows[GAME][5] == "1"
+        _screenshot(driver, tmp_path / "landing.png")
+
+        driver.find_element(By.CSS_SELECTOR, '#list li[data-key="math:Tool#0"]').click()
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#main .turn"))
+        assert driver.find_element(By.ID, "gold").text == "gold answer: 42"
+        first, last = driver.find_elements(By.CSS_SELECTOR, "#main .turn")
+        bonus = first.find_element(By.CSS_SELECTOR, ".reward")
+        # a tool call's small bonus is a blue "tool bonus", not a green success reward
+        assert bonus.text == "tool bonus +0.05" and "bonus" in bonus.get_attribute("class")
+        assert "pos" not in bonus.get_attribute("class")
+        assert not first.find_elements(By.CSS_SELECTOR, ".cut")
+        assert last.find_element(By.CSS_SELECTOR, ".cut").text == "reply cut at the token limit"
+        penalty = last.find_element(By.CSS_SELECTOR, ".reward")
+        assert penalty.text == "penalty -0.1" and "neg" in penalty.get_attribute("class")
+        _screenshot(driver, tmp_path / "episode.png")
+
+        driver.find_element(By.CSS_SELECTOR, '#list li[data-key="math:Tool#1"]').click()
+        wait.until(lambda d: "grader hung" in d.find_element(By.ID, "main").text)
+        # an old record has no gold: none shown
+        driver.find_element(By.CSS_SELECTOR, f'#list li[data-key="{GAME}#0"]').click()
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#main .turn"))
+        assert not driver.find_elements(By.ID, "gold")

@@ -27,6 +27,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     )
     parser.add_argument("--device", default="cpu", help="dense: torch device (default cpu)")
     parser.add_argument("--threads", type=int, help="dense: torch/faiss CPU threads (default: theirs)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     start = time.perf_counter()
@@ -35,7 +36,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
         set_threads(args.threads)
     try:
-        retriever = build_index(args.corpus_path, args.index_path, args.backend, args.model, args.device)
+        retriever = build_index(
+            args.corpus_path, args.index_path, args.backend, args.model, args.device, show_progress=not args.quiet
+        )
     except (FileNotFoundError, ValueError) as exc:
         sys.exit(f"build_index: {exc}")
     summary = {**retriever.meta(), "index_path": args.index_path, "seconds": round(time.perf_counter() - start, 2)}
