@@ -149,7 +149,15 @@ def test_page_in_headless_chromium(eval_dir: Path, tmp_path: Path) -> None:
 def loop_dir(eval_dir: Path) -> Path:
     """eval_dir plus one tool-using episode written with the newer fields: gold, task_reward,
     tool_bonus, infra_error, and per turn finish_reason and tool_bonus."""
-    rec = json.loads((eval_dir / "episodes.jsonl").read_text().splitlines()[0])
+    path = eval_dir / "episodes.jsonl"
+    old = [json.loads(line) for line in path.read_text().splitlines()]
+    for record in old:  # as written before task_reward/tool_bonus existed
+        record.pop("task_reward", None)
+        record.pop("tool_bonus", None)
+        for turn in record.get("turns") or []:
+            turn.pop("tool_bonus", None)
+    path.write_text("".join(json.dumps(r) + "\n" for r in old))
+    rec = json.loads(path.read_text().splitlines()[0])
     turns = [
         {**rec["turns"][0], "turn": 1, "action": "<python>print(2)</python>", "observation": "2",
          "reward": 0.05, "tool_bonus": 0.05, "finish_reason": "stop", "terminated": False,
