@@ -15,6 +15,7 @@ class CountEnv(Env):
 
     def __init__(self, target: int = 3, sleep: float = 0.0, fail_on: Optional[int] = None) -> None:
         self.target, self.sleep, self.fail_on = target, sleep, fail_on
+        self.max_episode_steps = target  # "\\boxed{+}" (its only sampled action) ends it in target steps
         self.count = 0
         self.start = 0
 

@@ -41,6 +41,7 @@ class SingleTurnEnv(Env):
     _shared: tuple[str, ...] = ("_rows",)
     ungraded_reward: float = UNGRADED_REWARD
     use_format_error_reward: bool = False
+    max_episode_steps = 1  # one answer ends the episode
 
     def __init__(self, eval: bool = False, use_format_error_reward: Optional[bool] = None) -> None:  # noqa: A002
         self.eval = bool(eval)
@@ -132,14 +133,23 @@ class SingleTurnEnv(Env):
             obs = "Correct." if correct else f"Incorrect: your answer was {preview(answer, 80)!r}."
         return self._result(obs, reward, terminated=True, truncated=True, info=info)
 
-    @property
-    def fail_reward(self) -> float:
-        return constants.FAIL_REWARD
+    @property  # type: ignore[override]
+    def deterministic(self) -> bool:
+        """A dataset of one item plays that item from every seed."""
+        return self._num_items() <= 1
 
-    @property
-    def format_error_reward(self) -> float:  # type: ignore[override]
-        """What a reply without an answer earns: 0, or -0.1 with ``use_format_error_reward=True``."""
+    @property  # type: ignore[override]
+    def format_error_reward(self) -> float:
+        """What a reply without an answer earns: ``fail_reward`` (0), or -0.1 with
+        ``use_format_error_reward=True``; a value set on the instance (``gem.make(id,
+        format_error_reward=...)``) wins over both."""
+        if "_format_error_reward" in self.__dict__:
+            return self.__dict__["_format_error_reward"]
         return constants.FORMAT_ERROR_REWARD if self.use_format_error_reward else self.fail_reward
+
+    @format_error_reward.setter
+    def format_error_reward(self, value: float) -> None:
+        self.__dict__["_format_error_reward"] = float(value)
 
     # ------------------------------------------------------- copies and state
     def __deepcopy__(self, memo: dict[int, Any]) -> "SingleTurnEnv":

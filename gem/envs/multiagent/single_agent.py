@@ -69,6 +69,8 @@ class SingleAgentView(Env):
                 make_player(spec, game, agent)  # validate names now, not at the first reset
         self.game = game
         self.learner = learner
+        # A game without chance against scripted players plays the same episode from every seed.
+        self.deterministic = bool(game.deterministic) and all(s == "scripted" for s in self.opponent_specs.values())
         self.max_opponent_moves = max_opponent_moves
         self.players: dict[str, Agent] = {}
         self._obs: dict[str, str] = {}

@@ -42,6 +42,7 @@ class TicTacToeEnv(MultiAgentEnv):
     """Two agents take turns marking a 3x3 board; three in a line wins."""
 
     name = "Tic-Tac-Toe"
+    deterministic = True  # no chance: the seed changes nothing
 
     def __init__(self, max_steps: int = 30) -> None:
         super().__init__(["player_0", "player_1"], mode="sequential", max_steps=max_steps)

@@ -109,6 +109,7 @@ class TerminalEnv(Env):
             raise ValueError(f"time_budget must be positive, got {time_budget!r}.")
         self.pool = self._load_pool(tasks)
         self.fixed_task = self._pick_fixed(task)
+        self.deterministic = self.fixed_task is not None or len(self.pool) == 1  # one task, whatever the seed
         self.max_turns_override = max_turns
         self.time_budget_override = time_budget
         self.command_timeout = float(command_timeout)
