@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
+import os
+import re
 import time
 from typing import Any, Optional
 
 import pytest
 
 from gem.core import Env, StepResult, strict_step
+
+# Infrastructure failures (a grader timeout, a scorer or sandbox that broke) raise in GEM's own
+# tests instead of passing as a wrong answer; tests of the non-strict reporting unset it with
+# monkeypatch.delenv("GEM_STRICT_INFRA").
+os.environ["GEM_STRICT_INFRA"] = "1"
 
 
 class CountEnv(Env):
@@ -52,3 +61,33 @@ def lenient_step() -> Any:
     runs in strict mode (``GEM_STRICT_STEP=1``), for tests of that default behaviour."""
     with strict_step(False):
         yield
+
+
+@functools.lru_cache(maxsize=None)
+def extra_installed(extra: str) -> bool:
+    """Whether every package of gem-llm's ``extra`` is installed (read from the package metadata)."""
+    try:
+        requirements = importlib.metadata.requires("gem-llm") or []
+        extras = importlib.metadata.metadata("gem-llm").get_all("Provides-Extra") or []
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    if extra not in extras:
+        raise ValueError(f"gem-llm has no extra {extra!r}; its extras: {', '.join(extras)}")
+    for requirement in requirements:
+        name, _, marker = requirement.partition(";")
+        if not re.search(rf"extra\s*==\s*['\"]{re.escape(extra)}['\"]", marker):
+            continue
+        package = re.split(r"[\s\[<>=!~;]", name.strip(), maxsplit=1)[0]
+        if package == "gem-llm":
+            continue
+        try:
+            importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            return False
+    return True
+
+
+def needs_extra(extra: str) -> None:
+    """Skip the calling test with "needs the X extra", only when that extra is truly absent."""
+    if not extra_installed(extra):
+        pytest.skip(f"needs the {extra} extra (pip install 'gem-llm[{extra}]')", allow_module_level=True)

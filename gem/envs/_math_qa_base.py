@@ -11,8 +11,11 @@ ends the episode with ``terminated=True, truncated=True``, and the rewards are:
 * not graded (the grader could not finish: time limit, full queue, dead worker, sandbox failure):
   ``ungraded_reward`` (0.0, the same as wrong, so it cannot be farmed), with ``info["correct"] =
   None``, ``info["grading"] = "timeout"`` or ``"error"`` and ``info["grading_error"] =
-  {"component": ..., "reason": ...}``. Graded steps have ``info["grading"] = "ok"``. ``gem eval``
-  counts ungraded episodes in its summary, so they can be told apart from wrong answers.
+  {"component": ..., "reason": ...}``; the failure is also reported through
+  :func:`gem.errors.report_infra_failure` (``info["infra_error"]``, or an ``InfrastructureError``
+  with ``GEM_STRICT_INFRA=1``), as is a grader or scorer that raised. Graded steps have
+  ``info["grading"] = "ok"``. ``gem eval`` counts ungraded episodes in its summary, so they can be
+  told apart from wrong answers.
 
 Subclasses say how to extract (``_extract``) and how to score (``_score``); dataset-backed ones
 get their rows from :func:`gem.data.load`, generated ones override ``_num_items``/``_get_item``.
@@ -24,6 +27,7 @@ import copy
 from typing import Any, Optional, Sequence
 
 from gem.core import Env, StepResult
+from gem.errors import InfrastructureError, report_infra_failure
 from gem.utils import constants
 from gem.utils.text import preview
 
@@ -121,11 +125,22 @@ class SingleTurnEnv(Env):
                     "suffix": self.instruction}
             return self._result(NO_ANSWER_FORMAT.format(how=how, reply=preview(text, 80)), reward,
                                 terminated=True, truncated=True, info=info)
-        reward, correct, extra = self._score(answer)
+        try:
+            reward, correct, extra = self._score(answer)
+        except InfrastructureError:
+            raise  # strict mode: a grader's failure raised where it was reported
+        except Exception as exc:  # a grader that crashed: its failure, never the agent's wrong answer
+            reward, correct = self.ungraded_reward, None
+            extra = {"grading": "error", "grading_error": {"component": "grader", "reason": f"{type(exc).__name__}: {exc}"}}
+            report_infra_failure(extra, "grader", exc)
         info = {"correct": correct, "formatted": True, "grading": "ok", "parsed_action": preview(answer, 1000),
                 **extra}
         if correct is None:
             failure = info.get("grading_error") or {}
+            if "infra_error" not in info:  # a timeout, a full queue, a dead worker, a sandbox failure
+                report_infra_failure(
+                    info, f"grader:{failure.get('component')}", f"{info.get('grading')}: {failure.get('reason')}"
+                )
             obs = UNGRADED_FORMAT.format(component=failure.get("component"), reason=failure.get("reason"),
                                          reward=reward)
         else:

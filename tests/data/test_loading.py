@@ -8,7 +8,7 @@ import time
 import pytest
 
 import gem.data
-from gem.errors import ResourceUnavailable
+from gem.errors import DatasetNotFound, ResourceUnavailable
 
 ROWS = [{"question": "1+1", "ans": "2"}, {"question": "2*3", "ans": "6"}]
 
@@ -88,15 +88,19 @@ def test_cache_returns_same_rows_and_rereads_changed_file(tmp_path):
     assert gem.data.load(str(path))[1]["question"] == "new"
 
 
-def test_missing_file_is_resource_unavailable(tmp_path):
-    with pytest.raises(ResourceUnavailable, match="does not exist"):
+def test_missing_file_or_bundled_name_is_dataset_not_found(tmp_path):
+    # a mistake in the setup, never the hub outage (ResourceUnavailable) that tests skip over
+    with pytest.raises(DatasetNotFound, match="does not exist") as exc:
         gem.data.load(str(tmp_path / "nope.jsonl"))
+    assert not isinstance(exc.value, ResourceUnavailable)
+    with pytest.raises(DatasetNotFound, match=r"'arithmetc' is not a bundled dataset \(bundled: arithmetic, "):
+        gem.data.load("arithmetc")
 
 
 def test_bad_jsonl_line_is_reported(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text('{"a": 1}\n{oops\n')
-    with pytest.raises(ResourceUnavailable, match="line 2"):
+    with pytest.raises(ValueError, match="line 2"):
         gem.data.load(str(path))
 
 

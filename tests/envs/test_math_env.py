@@ -7,7 +7,7 @@ import pytest
 import gem
 from gem.data import arithmetic
 from gem.envs.math_env import MathEnv, MathVisualEnv
-from gem.errors import ResourceUnavailable
+from gem.errors import InfrastructureError, ResourceUnavailable
 from gem.utils.env_checker import check_env
 
 pytest.importorskip("math_verify")
@@ -136,8 +136,10 @@ def test_state_roundtrip_and_spawn_share_rows():
     assert "_rows" not in env.get_state()
 
 
-def test_hostile_answers_are_graded_quickly():
+def test_hostile_answers_are_graded_quickly(monkeypatch):
     import time
+
+    monkeypatch.delenv("GEM_STRICT_INFRA")  # an answer the grader cannot finish is reported, not raised
 
     from gem.utils import math_grader as mg
 
@@ -153,8 +155,10 @@ def test_hostile_answers_are_graded_quickly():
     for bad, expected in cases.items():
         env.reset(seed=0)
         start = time.monotonic()
-        _, reward, terminated, _, _ = env.step(bad)
+        _, reward, terminated, _, info = env.step(bad)
         assert reward == expected and terminated
+        if info["correct"] is None:  # cut by the grader's limit: reported as the grader's failure
+            assert info["infra_error"]["component"] == "grader:math-verify"
         # at most the grader's wall-clock backstop for the default 2 s budget, plus slack
         assert time.monotonic() - start < 2.0 * mg.HARD_LIMIT_FACTOR + mg.HARD_LIMIT_SLACK_S + 1.0
 
@@ -171,9 +175,17 @@ def test_ungraded_answers_are_reported_and_counted_by_gem_eval(tmp_path, monkeyp
     monkeypatch.setattr(math_grader.MathGrader, "judge", cannot_finish)
     env = gem.make("math:Arithmetic")
     env.reset(seed=0)
+    with pytest.raises(InfrastructureError, match=r"grader:math-verify failed: .*timeout: used its whole budget"):
+        env.step(f"\\boxed{{{env.unwrapped.answer}}}")  # the suite's strict mode raises it
+    monkeypatch.delenv("GEM_STRICT_INFRA")
+    env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(f"\\boxed{{{env.unwrapped.answer}}}")
     assert (reward, terminated, truncated, info["correct"], info["grading"]) == (0.0, True, True, None, "timeout")
     assert info["grading_error"] == {"component": "math-verify", "reason": "used its whole budget of 2 s of CPU time."}
+    assert info["infra_error"] == {
+        "component": "grader:math-verify", "type": "InfrastructureError",
+        "message": "timeout: used its whole budget of 2 s of CPU time.",
+    }
     assert "could not be graded" in obs and "math-verify" in obs
 
     summary = EvalRunner(
@@ -182,3 +194,21 @@ def test_ungraded_answers_are_reported_and_counted_by_gem_eval(tmp_path, monkeyp
     s = summary["envs"]["math:Arithmetic"]
     assert (s["episodes"], s["errors"], s["ungraded"], s["ungraded_by_status"]) == (3, 0, 3, {"timeout": 3})
     assert s["success_rate"] == 0.0 and summary["overall"]["ungraded"] == 3
+
+
+def test_a_grader_that_crashes_is_an_infrastructure_failure_not_a_wrong_answer(monkeypatch):
+    from gem.utils import math_grader
+
+    def crash(self, pred, gold, timeout=None):
+        raise MemoryError("the grader ran out of memory")
+
+    monkeypatch.setattr(math_grader.MathGrader, "judge", crash)
+    env = gem.make("math:Arithmetic")
+    env.reset(seed=0)
+    with pytest.raises(InfrastructureError, match="grader failed: MemoryError: the grader ran out of memory"):
+        env.step(f"\\boxed{{{env.unwrapped.answer}}}")
+    monkeypatch.delenv("GEM_STRICT_INFRA")
+    env.reset(seed=0)
+    _, reward, terminated, _, info = env.step(f"\\boxed{{{env.unwrapped.answer}}}")
+    assert (reward, terminated, info["correct"], info["grading"]) == (0.0, True, None, "error")
+    assert info["infra_error"] == {"component": "grader", "type": "MemoryError", "message": "the grader ran out of memory"}

@@ -196,8 +196,11 @@ def test_deadline_holds_in_threads(grader):
     for t in threads:
         t.join()
     assert not errors
-    for k, (ok, _) in results.items():
+    assert sorted(results) == list(range(8))
+    limit = 2 * (1.0 * mg.HARD_LIMIT_FACTOR + mg.HARD_LIMIT_SLACK_S) + 1.0  # as the single-thread test
+    for k, (ok, seconds) in results.items():
         assert ok is (k % 4 != 0)
+        assert seconds < limit, f"grading {k} took {seconds:.2f} s, past the deadline's bound {limit:.2f} s"
 
 
 def test_grade_many_keeps_order(grader):
