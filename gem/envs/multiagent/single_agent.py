@@ -77,6 +77,11 @@ class SingleAgentView(Env):
         self._infos: dict[str, dict[str, Any]] = {}
         self._episode_seed = 0
 
+    def set_reward_levels(self, **levels: float) -> None:
+        """Set the levels on the view and on the game, which pays them."""
+        super().set_reward_levels(**levels)
+        self.game.set_reward_levels(**levels)
+
     # ------------------------------------------------------------------ the API
     def reset(self, seed: Optional[int] = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
         super().reset(seed)

@@ -236,7 +236,7 @@ class TerminalEnv(Env):
         if kind == "bash" and isinstance(payload, dict) and payload.get("then_done"):
             obs_end = self._finish(info, truncated=False)
             return (obs + "\n" + obs_end[0],) + obs_end[1:]
-        return self._after_action(obs, 0.0, info)
+        return self._after_action(obs, self.internal_step_reward, info)
 
     def _after_action(self, obs: str, reward: float, info: dict[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self.turns >= self.max_turns or self.time_spent >= self.time_budget:
