@@ -73,15 +73,16 @@ def extra_installed(extra: str) -> bool:
         return False
     if extra not in extras:
         raise ValueError(f"gem-llm has no extra {extra!r}; its extras: {', '.join(extras)}")
-    for requirement in requirements:
-        name, _, marker = requirement.partition(";")
-        if not re.search(rf"extra\s*==\s*['\"]{re.escape(extra)}['\"]", marker):
-            continue
-        package = re.split(r"[\s\[<>=!~;]", name.strip(), maxsplit=1)[0]
-        if package == "gem-llm":
+    from packaging.requirements import Requirement  # pytest's own dependency
+
+    for line in requirements:
+        requirement = Requirement(line)
+        if requirement.marker is None or not requirement.marker.evaluate({"extra": extra}):
+            continue  # another extra's, or not for this Python
+        if requirement.name == "gem-llm":
             continue
         try:
-            importlib.metadata.version(package)
+            importlib.metadata.version(requirement.name)
         except importlib.metadata.PackageNotFoundError:
             return False
     return True

@@ -27,7 +27,7 @@ import copy
 from typing import Any, Optional, Sequence
 
 from gem.core import Env, StepResult
-from gem.errors import InfrastructureError, report_infra_failure
+from gem.errors import DependencyNotInstalled, InfrastructureError, report_infra_failure
 from gem.utils import constants
 from gem.utils.text import preview
 
@@ -127,8 +127,8 @@ class SingleTurnEnv(Env):
                                 terminated=True, truncated=True, info=info)
         try:
             reward, correct, extra = self._score(answer)
-        except InfrastructureError:
-            raise  # strict mode: a grader's failure raised where it was reported
+        except (InfrastructureError, DependencyNotInstalled):
+            raise  # strict mode: a grader's failure raised where it was reported; or a setup to fix
         except Exception as exc:  # a grader that crashed: its failure, never the agent's wrong answer
             reward, correct = self.ungraded_reward, None
             extra = {"grading": "error", "grading_error": {"component": "grader", "reason": f"{type(exc).__name__}: {exc}"}}

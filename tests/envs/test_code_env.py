@@ -11,6 +11,7 @@ import gem
 from gem.envs.code_env import CodeEnv, normalize_tests, outputs_match, values_match
 from gem.errors import ResourceUnavailable
 from gem.utils.sandbox import Sandbox
+from tests.conftest import needs_extra
 
 
 @pytest.fixture(scope="module")
@@ -190,6 +191,7 @@ def test_bad_arguments():
     "env_id", ["code:CodeContest", "code:Taco8k", "code:PrimeIntellect15k", "eval:CodeContest"]
 )
 def test_hub_ids_offline_raise_resource_unavailable(env_id, monkeypatch):
+    needs_extra("code")  # datasets reads the hub
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     from gem import data
 
