@@ -217,4 +217,19 @@ class ReasoningGymEnv(SingleTurnEnv):
         return reward, correct, {"score": score}
 
     def sample_random_action(self) -> str:
-        return f"\\boxed{{{self.action_rng.randint(0, 9)}}}"
+        """The boxed answer of a random item of this task: in the task's own answer format (a
+        scorer may fail on another, which is reported as its failure), and seldom this item's.
+        Tasks without gold answers (scored by simulation) get the first of a digit, ``[]`` and
+        ``{}`` that their scorer reads."""
+        answer = self._get_item(self.action_rng.randrange(self._num_items())).get("answer")
+        if answer is not None and str(answer).strip():
+            return f"\\boxed{{{answer}}}"
+        digit = str(self.action_rng.randint(0, 9))
+        ds = self._pass_ds[1] if self._from_pass else self._ds
+        for candidate in (digit, "[]", "{}"):
+            try:
+                ds.score_answer(answer=candidate, entry=self.item)
+            except Exception:  # noqa: BLE001 - not this task's format; try the next
+                continue
+            return f"\\boxed{{{candidate}}}"
+        return f"\\boxed{{{digit}}}"

@@ -486,3 +486,83 @@ def test_every_check_has_a_test_here():
     source = inspect.getsource(inspect.getmodule(test_every_check_has_a_test_here))
     untested = [name for name in ec.CHECKS if f"ec.{name}" not in source and f"[{name}]" not in source]
     assert not untested, f"checks without a test feeding them a broken env: {untested}"
+
+
+class VagueResetNeededEnv(CountEnv):
+    """Raises in strict mode, but without telling the user what to do."""
+
+    def step(self, action):
+        if self._needs_reset and self._episode_started:
+            raise ResetNeeded("episode over")
+        return super().step(action)
+
+    step._gem_step_guard = True  # its own handling of the end, not the base class's
+
+
+class VagueWarningEnv(CountEnv):
+    def step(self, action):
+        if self._needs_reset and self._episode_started:
+            import warnings
+
+            from gem.errors import StepAfterEndWarning
+
+            warnings.warn("episode over", StepAfterEndWarning)
+            return "over", 0.0, True, False, {}
+        return super().step(action)
+
+    step._gem_step_guard = True
+
+
+class CrashesAfterEndEnv(CountEnv):
+    def step(self, action):
+        if self._needs_reset and self._episode_started:
+            raise KeyError("board")
+        return super().step(action)
+
+    step._gem_step_guard = True
+
+
+def test_check_step_after_end_messages_about_the_raise_and_the_warning():
+    with strict_step():
+        fails_with(
+            ec.check_step_after_end,
+            VagueResetNeededEnv(),
+            "[check_step_after_end] the ResetNeeded message must tell the user to call reset().",
+        )
+        fails_with(
+            ec.check_step_after_end,
+            NoSuperResetEnv(),
+            "[check_step_after_end] in strict mode step() after the end must raise ResetNeeded; step() after the "
+            "episode ended was not handled; call super().reset(seed) in reset() (the base class then handles it), "
+            "or start step() with self._check_step().",
+        )
+    fails_with(
+        ec.check_step_after_end,
+        VagueWarningEnv(),
+        "[check_step_after_end] the StepAfterEndWarning message must tell the user to call reset().",
+    )
+    fails_with(
+        ec.check_step_after_end,
+        CrashesAfterEndEnv(),
+        "[check_step_after_end] step() after the end raised KeyError: 'board'; step() after the episode ended was "
+        "not handled; call super().reset(seed) in reset() (the base class then handles it), or start step() "
+        "with self._check_step().",
+    )
+
+
+def test_check_hostile_actions_wrong_reward_message():
+    fails_with(
+        ec.check_hostile_actions,
+        WrongFormatRewardEnv(),
+        "[check_hostile_actions] the empty action got reward 0.0, not the format-error reward -0.1.",
+    )
+
+
+def test_check_env_lists_a_check_that_raised_unexpectedly():
+    class ExplodingSampleEnv(CountEnv):
+        def sample_random_action(self):
+            raise ZeroDivisionError("no actions")
+
+    with pytest.raises(EnvCheckError) as info:
+        check_env(ExplodingSampleEnv(), skip=[n for n in ec.CHECKS if n != "check_step"])
+    assert str(info.value).endswith("failed 1 check(s):\n[check_step] raised ZeroDivisionError: no actions")
