@@ -9,6 +9,7 @@ import pytest
 
 import gem.data
 from gem.errors import DatasetNotFound, ResourceUnavailable
+from tests.conftest import needs_extra
 
 ROWS = [{"question": "1+1", "ans": "2"}, {"question": "2*3", "ans": "6"}]
 
@@ -28,7 +29,8 @@ def _write(path, rows=ROWS):
             writer.writeheader()
             writer.writerows(rows)
     elif name.endswith(".parquet"):
-        pa = pytest.importorskip("pyarrow")
+        needs_extra("qa")  # pyarrow
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         pq.write_table(pa.Table.from_pylist(rows), path)
@@ -113,7 +115,7 @@ def test_bundled_names_load():
 
 def test_offline_hub_fails_fast_with_instructions(monkeypatch):
     # datasets (and huggingface_hub) imported BEFORE the variable is set: it must still hold.
-    pytest.importorskip("datasets")
+    needs_extra("qa")  # datasets
     import huggingface_hub.constants as hub_constants
 
     before = hub_constants.HF_HUB_OFFLINE

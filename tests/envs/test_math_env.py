@@ -9,8 +9,9 @@ from gem.data import arithmetic
 from gem.envs.math_env import MathEnv, MathVisualEnv
 from gem.errors import InfrastructureError, ResourceUnavailable
 from gem.utils.env_checker import check_env
+from tests.conftest import needs_extra
 
-pytest.importorskip("math_verify")
+needs_extra("math")  # math-verify grades
 
 HUB_IDS = [
     "math:ASDiv2K", "math:GSM8K", "math:Math12K", "math:Math8K-3to5", "math:Orz57K",
@@ -69,7 +70,7 @@ def test_equivalent_forms_are_accepted(math_file):
 @pytest.mark.parametrize("env_id", HUB_IDS)
 def test_hub_ids_fail_offline_with_a_clear_message(env_id, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    pytest.importorskip("datasets")
+    needs_extra("math")  # datasets reads the hub
     with pytest.raises(ResourceUnavailable, match="dataset_name="):
         gem.make(env_id)
 
@@ -98,7 +99,8 @@ def test_unseeded_resets_cover_an_epoch_and_follow_make_seed(math_file):
 
 
 def test_geometry_images_go_in_info(tmp_path):
-    pa = pytest.importorskip("pyarrow")
+    needs_extra("math")
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     rows = [{"problem": "Find x in the figure.", "answer": "30", "images": ["<png bytes>"]}]

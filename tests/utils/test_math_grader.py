@@ -16,8 +16,9 @@ from gem.utils.math_grader import (
     is_huge_power,
     parse_number,
 )
+from tests.conftest import needs_extra
 
-pytest.importorskip("math_verify")
+needs_extra("math")  # math-verify grades
 
 # (prediction, gold): each must be graded correct.
 EQUIVALENT = [
