@@ -70,3 +70,17 @@ def test_readme_lists_every_id():
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     missing = [i for i in ALL_IDS if f"`{i}`" not in readme]
     assert not missing, f"README's env table misses {missing[:10]}; regenerate it with `gem list --markdown`."
+
+
+def test_a_missing_bundled_file_fails_the_contract_test_instead_of_skipping(monkeypatch, tmp_path):
+    from gem.data import loading
+    from gem.errors import DatasetNotFound, ResourceUnavailable
+
+    loading.clear_cache()
+    monkeypatch.setattr(loading, "BUNDLED_DIR", tmp_path)  # the package lost its bundled files
+    try:
+        with pytest.raises(DatasetNotFound, match=r"'arithmetic' is not a bundled dataset \(bundled: none\)") as info:
+            _make("math:Arithmetic")
+        assert not isinstance(info.value, (ResourceUnavailable, DependencyNotInstalled))  # never a skip
+    finally:
+        loading.clear_cache()
