@@ -65,6 +65,16 @@ class _EpisodeOver(ResetNeeded):
     """Raised by ``_check_step`` after the end (lenient mode); the step guard turns it into a result."""
 
 
+# The reward levels every env holds (class defaults from gem.utils.constants, settable per
+# instance with Env.set_reward_levels and through any spec's kwargs).
+REWARD_LEVELS: tuple[str, ...] = (
+    "success_reward",
+    "fail_reward",
+    "internal_step_reward",
+    "invalid_action_reward",
+    "format_error_reward",
+)
+
 _FLAG_TYPES = frozenset(("bool", "bool_"))  # Python's and NumPy's booleans
 
 
@@ -117,15 +127,28 @@ class Env(abc.ABC):
     Attributes:
         spec: the :class:`~gem.envs.registration.EnvSpec` it was made from (``None`` if built
             directly); ``spawn`` uses it.
-        format_error_reward: the reward for an action that cannot be parsed.
-        success_reward: the reward for solving the task.
+        success_reward, fail_reward, internal_step_reward, invalid_action_reward,
+            format_error_reward: the reward levels (:data:`REWARD_LEVELS`). The class holds the
+            defaults (:mod:`gem.utils.constants`); ``set_reward_levels`` (and so any spec's kwargs:
+            ``gem.make(id, success_reward=2.0)``) sets them on the instance, and the env pays what
+            its instance holds.
         strict_step: ``None`` (follow :func:`set_strict_step`), or ``True``/``False`` for this env.
+        deterministic: ``True`` for an env whose episode does not depend on the seed (a fixed
+            puzzle, an evaluation set taken in order); ``check_env`` then does not require
+            different seeds to give different episodes.
+        max_episode_steps: a bound on the steps of an episode, if the env declares one (an
+            episode ends, terminated or truncated, by then whatever the actions).
     """
 
     spec: Optional["EnvSpec"] = None
-    format_error_reward: float = constants.FORMAT_ERROR_REWARD
     success_reward: float = constants.SUCCESS_REWARD
+    fail_reward: float = constants.FAIL_REWARD
+    internal_step_reward: float = constants.INTERNAL_STEP_REWARD
+    invalid_action_reward: float = constants.INVALID_ACTION_REWARD
+    format_error_reward: float = constants.FORMAT_ERROR_REWARD
     strict_step: Optional[bool] = None
+    deterministic: bool = False
+    max_episode_steps: Optional[int] = None
 
     _seed: Optional[int] = None
     _rng: Optional[random.Random] = None
@@ -183,6 +206,24 @@ class Env(abc.ABC):
 
     def close(self) -> None:
         """Release what the env holds (processes, sessions). Ordinary envs hold nothing."""
+
+    def set_reward_levels(self, **levels: float) -> None:
+        """Set reward levels on this env (``success_reward=2.0, format_error_reward=-1.0``...).
+
+        Raises ``ValueError`` naming the valid levels for any other name, and for a value that
+        is not a number.
+        """
+        unknown = set(levels) - set(REWARD_LEVELS)
+        if unknown:
+            raise ValueError(f"Unknown reward level(s) {sorted(unknown)}; valid: {', '.join(REWARD_LEVELS)}.")
+        for name, value in levels.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"{name} must be a number, got {value!r}.")
+            setattr(self, name, float(value))
+
+    def reward_levels(self) -> dict[str, float]:
+        """The reward levels this env pays, by name."""
+        return {name: float(getattr(self, name)) for name in REWARD_LEVELS}
 
     # ------------------------------------------------------------- randomness
     def _seed_generators(self, seed: Optional[int]) -> None:
@@ -402,6 +443,32 @@ class EnvWrapper(Env):
     @property  # type: ignore[override]
     def success_reward(self) -> float:
         return self.env.success_reward
+
+    @property  # type: ignore[override]
+    def fail_reward(self) -> float:
+        return self.env.fail_reward
+
+    @property  # type: ignore[override]
+    def internal_step_reward(self) -> float:
+        return self.env.internal_step_reward
+
+    @property  # type: ignore[override]
+    def invalid_action_reward(self) -> float:
+        return self.env.invalid_action_reward
+
+    @property  # type: ignore[override]
+    def deterministic(self) -> bool:
+        return self.env.deterministic
+
+    @property  # type: ignore[override]
+    def max_episode_steps(self) -> Optional[int]:
+        return self.env.max_episode_steps
+
+    def set_reward_levels(self, **levels: float) -> None:
+        self.env.set_reward_levels(**levels)
+
+    def reward_levels(self) -> dict[str, float]:
+        return self.env.reward_levels()
 
     @property
     def rng(self) -> random.Random:

@@ -98,6 +98,14 @@ class ResourceUnavailable(GemError, RuntimeError):
     """An external resource (a dataset on the hub, a server, a model) cannot be reached."""
 
 
+class DatasetNotFound(GemError, FileNotFoundError):
+    """A local dataset file or a bundled dataset name that does not exist.
+
+    Distinct from :class:`ResourceUnavailable` (the hub cannot be reached): a missing local or
+    bundled file is a mistake in the setup or the package, never an outage to skip over.
+    """
+
+
 class VectorEnvError(GemError, RuntimeError):
     """An env inside a vector env raised; the message names its index and id."""
 

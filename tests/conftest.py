@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
+import os
+import re
 import time
 from typing import Any, Optional
 
@@ -9,12 +13,18 @@ import pytest
 
 from gem.core import Env, StepResult, strict_step
 
+# Infrastructure failures (a grader timeout, a scorer or sandbox that broke) raise in GEM's own
+# tests instead of passing as a wrong answer; tests of the non-strict reporting unset it with
+# monkeypatch.delenv("GEM_STRICT_INFRA").
+os.environ["GEM_STRICT_INFRA"] = "1"
+
 
 class CountEnv(Env):
     """Counts to ``target``: action "\\boxed{+}" adds one; anything else is a format error."""
 
     def __init__(self, target: int = 3, sleep: float = 0.0, fail_on: Optional[int] = None) -> None:
         self.target, self.sleep, self.fail_on = target, sleep, fail_on
+        self.max_episode_steps = target  # "\\boxed{+}" (its only sampled action) ends it in target steps
         self.count = 0
         self.start = 0
 
@@ -51,3 +61,34 @@ def lenient_step() -> Any:
     runs in strict mode (``GEM_STRICT_STEP=1``), for tests of that default behaviour."""
     with strict_step(False):
         yield
+
+
+@functools.lru_cache(maxsize=None)
+def extra_installed(extra: str) -> bool:
+    """Whether every package of gem-llm's ``extra`` is installed (read from the package metadata)."""
+    try:
+        requirements = importlib.metadata.requires("gem-llm") or []
+        extras = importlib.metadata.metadata("gem-llm").get_all("Provides-Extra") or []
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    if extra not in extras:
+        raise ValueError(f"gem-llm has no extra {extra!r}; its extras: {', '.join(extras)}")
+    from packaging.requirements import Requirement  # pytest's own dependency
+
+    for line in requirements:
+        requirement = Requirement(line)
+        if requirement.marker is None or not requirement.marker.evaluate({"extra": extra}):
+            continue  # another extra's, or not for this Python
+        if requirement.name == "gem-llm":
+            continue
+        try:
+            importlib.metadata.version(requirement.name)
+        except importlib.metadata.PackageNotFoundError:
+            return False
+    return True
+
+
+def needs_extra(extra: str) -> None:
+    """Skip the calling test with "needs the X extra", only when that extra is truly absent."""
+    if not extra_installed(extra):
+        pytest.skip(f"needs the {extra} extra (pip install 'gem-llm[{extra}]')", allow_module_level=True)

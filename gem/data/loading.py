@@ -16,7 +16,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional
 
-from gem.errors import ResourceUnavailable, missing_extra
+from gem.errors import DatasetNotFound, ResourceUnavailable, missing_extra
 
 logger = logging.getLogger(__name__)
 
@@ -68,9 +68,12 @@ def load(
         **hub_kwargs: passed to ``datasets.load_dataset`` (``name=``, ``revision=``, ``cache_dir=``).
 
     Raises:
-        ResourceUnavailable: the file does not exist or the hub cannot be reached (the message
-            names the source and how to use a local copy).
-        ValueError: a requested column or split is missing (the message lists what exists).
+        DatasetNotFound: a local path that does not exist, or a name without ``/`` that is no
+            bundled dataset (the message lists the bundled names).
+        ResourceUnavailable: the hub cannot be reached (the message names the source and how to
+            use a local copy).
+        ValueError: a local file cannot be read, or a requested column or split is missing (the
+            message lists what exists).
     """
     if not isinstance(source, str) or not source.strip():
         raise ValueError(f"source must be a path, a bundled name or a hub id, got {source!r}.")
@@ -162,13 +165,18 @@ def _resolve(source: str) -> tuple[str, Any]:
     if path.exists():
         return "local", path.resolve()
     if _looks_like_path(source):
-        raise ResourceUnavailable(
+        raise DatasetNotFound(
             f"Dataset file {source!r} does not exist. Give the path of a .jsonl, .jsonl.gz, .json, "
             f".parquet or .csv file (or a directory of <split>.<ext> files)."
         )
     bundled = bundled_path(source)
     if bundled is not None:
         return "bundled", bundled
+    if "/" not in source:
+        raise DatasetNotFound(
+            f"{source!r} is not a bundled dataset (bundled: {', '.join(bundled_names()) or 'none'}) nor a "
+            "hub id (owner/name) nor an existing file."
+        )
     return "hub", source
 
 
@@ -198,7 +206,7 @@ def _load_local(path: Path, split: Optional[str], source: str) -> list[dict[str,
             with open(path, newline="", encoding="utf-8") as fh:
                 return [dict(row) for row in csv.DictReader(fh)]
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ResourceUnavailable(f"Could not read dataset file {source!r}: {exc}") from exc
+        raise ValueError(f"Could not read dataset file {source!r}: {exc}") from exc
     raise ValueError(
         f"Unsupported dataset file {source!r}; use one of: {', '.join(LOCAL_SUFFIXES)}."
     )
@@ -261,7 +269,7 @@ def _load_dir(path: Path, split: Optional[str], source: str) -> list[dict[str, A
             if child.name.lower().endswith(suffix):
                 files.setdefault(child.name[: -len(suffix)], child)
     if not files:
-        raise ResourceUnavailable(
+        raise DatasetNotFound(
             f"Directory {source!r} holds no dataset: put <split>.jsonl (or .parquet, .csv, .json) in it."
         )
     chosen = _pick_split(files, split, source)

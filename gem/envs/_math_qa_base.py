@@ -11,8 +11,11 @@ ends the episode with ``terminated=True, truncated=True``, and the rewards are:
 * not graded (the grader could not finish: time limit, full queue, dead worker, sandbox failure):
   ``ungraded_reward`` (0.0, the same as wrong, so it cannot be farmed), with ``info["correct"] =
   None``, ``info["grading"] = "timeout"`` or ``"error"`` and ``info["grading_error"] =
-  {"component": ..., "reason": ...}``. Graded steps have ``info["grading"] = "ok"``. ``gem eval``
-  counts ungraded episodes in its summary, so they can be told apart from wrong answers.
+  {"component": ..., "reason": ...}``; the failure is also reported through
+  :func:`gem.errors.report_infra_failure` (``info["infra_error"]``, or an ``InfrastructureError``
+  with ``GEM_STRICT_INFRA=1``), as is a grader or scorer that raised. Graded steps have
+  ``info["grading"] = "ok"``. ``gem eval`` counts ungraded episodes in its summary, so they can be
+  told apart from wrong answers.
 
 Subclasses say how to extract (``_extract``) and how to score (``_score``); dataset-backed ones
 get their rows from :func:`gem.data.load`, generated ones override ``_num_items``/``_get_item``.
@@ -24,6 +27,7 @@ import copy
 from typing import Any, Optional, Sequence
 
 from gem.core import Env, StepResult
+from gem.errors import DependencyNotInstalled, InfrastructureError, report_infra_failure
 from gem.utils import constants
 from gem.utils.text import preview
 
@@ -41,6 +45,7 @@ class SingleTurnEnv(Env):
     _shared: tuple[str, ...] = ("_rows",)
     ungraded_reward: float = UNGRADED_REWARD
     use_format_error_reward: bool = False
+    max_episode_steps = 1  # one answer ends the episode
 
     def __init__(self, eval: bool = False, use_format_error_reward: Optional[bool] = None) -> None:  # noqa: A002
         self.eval = bool(eval)
@@ -120,11 +125,22 @@ class SingleTurnEnv(Env):
                     "suffix": self.instruction}
             return self._result(NO_ANSWER_FORMAT.format(how=how, reply=preview(text, 80)), reward,
                                 terminated=True, truncated=True, info=info)
-        reward, correct, extra = self._score(answer)
+        try:
+            reward, correct, extra = self._score(answer)
+        except (InfrastructureError, DependencyNotInstalled):
+            raise  # strict mode: a grader's failure raised where it was reported; or a setup to fix
+        except Exception as exc:  # a grader that crashed: its failure, never the agent's wrong answer
+            reward, correct = self.ungraded_reward, None
+            extra = {"grading": "error", "grading_error": {"component": "grader", "reason": f"{type(exc).__name__}: {exc}"}}
+            report_infra_failure(extra, "grader", exc)
         info = {"correct": correct, "formatted": True, "grading": "ok", "parsed_action": preview(answer, 1000),
                 **extra}
         if correct is None:
             failure = info.get("grading_error") or {}
+            if "infra_error" not in info:  # a timeout, a full queue, a dead worker, a sandbox failure
+                report_infra_failure(
+                    info, f"grader:{failure.get('component')}", f"{info.get('grading')}: {failure.get('reason')}"
+                )
             obs = UNGRADED_FORMAT.format(component=failure.get("component"), reason=failure.get("reason"),
                                          reward=reward)
         else:
@@ -132,14 +148,23 @@ class SingleTurnEnv(Env):
             obs = "Correct." if correct else f"Incorrect: your answer was {preview(answer, 80)!r}."
         return self._result(obs, reward, terminated=True, truncated=True, info=info)
 
-    @property
-    def fail_reward(self) -> float:
-        return constants.FAIL_REWARD
+    @property  # type: ignore[override]
+    def deterministic(self) -> bool:
+        """A dataset of one item plays that item from every seed."""
+        return self._num_items() <= 1
 
-    @property
-    def format_error_reward(self) -> float:  # type: ignore[override]
-        """What a reply without an answer earns: 0, or -0.1 with ``use_format_error_reward=True``."""
+    @property  # type: ignore[override]
+    def format_error_reward(self) -> float:
+        """What a reply without an answer earns: ``fail_reward`` (0), or -0.1 with
+        ``use_format_error_reward=True``; a value set on the instance (``gem.make(id,
+        format_error_reward=...)``) wins over both."""
+        if "_format_error_reward" in self.__dict__:
+            return self.__dict__["_format_error_reward"]
         return constants.FORMAT_ERROR_REWARD if self.use_format_error_reward else self.fail_reward
+
+    @format_error_reward.setter
+    def format_error_reward(self, value: float) -> None:
+        self.__dict__["_format_error_reward"] = float(value)
 
     # ------------------------------------------------------- copies and state
     def __deepcopy__(self, memo: dict[int, Any]) -> "SingleTurnEnv":

@@ -8,7 +8,11 @@ be huge. The answer is the last ``\\boxed{}``.
 Rewards: 1 when reasoning-gym scores the answer 1.0, else 0 (``partial_credit=True`` passes
 reasoning-gym's score through, as the original GEM did); no ``\\boxed{}`` scores 0, as in the
 original GEM, or -0.1 with ``use_format_error_reward=True``. ``info["score"]`` is reasoning-gym's
-score. As in the original GEM, the one step ends with ``terminated=True`` and ``truncated=True``.
+score. A scorer that raises is an infrastructure failure, not a wrong answer: the answer is not
+graded (``ungraded_reward``, ``info["correct"] = None``, ``info["grading"] = "error"``) and the
+failure is reported through :func:`gem.errors.report_infra_failure` (``info["infra_error"]``;
+``GEM_STRICT_INFRA=1`` raises it). As in the original GEM, the one step ends with
+``terminated=True`` and ``truncated=True``.
 
 ``reset()`` without a seed walks the items in order, as the original GEM: items ``0..size-1``,
 then (unless ``eval=True``, which repeats the same items) the next ``size`` items of the stream,
@@ -17,7 +21,6 @@ and so on. ``reset(seed=s)`` draws one of the ``size`` items from the env's gene
 
 from __future__ import annotations
 
-import logging
 import random
 import threading
 from typing import Any, Optional
@@ -25,9 +28,9 @@ from typing import Any, Optional
 import reasoning_gym
 
 from gem.envs._math_qa_base import SingleTurnEnv
+from gem.errors import report_infra_failure
 from gem.utils.parsing import extract_last_boxed_answer
 
-logger = logging.getLogger(__name__)
 
 # rg:composite needs a mix of datasets; without config=... it mixes these, equally weighted.
 COMPOSITE_DEFAULT = ("basic_arithmetic", "chain_sum", "leg_counting", "word_sorting")
@@ -197,13 +200,15 @@ class ReasoningGymEnv(SingleTurnEnv):
     def _extract(self, action: str) -> Optional[str]:
         return extract_last_boxed_answer(action)
 
-    def _score(self, answer: str) -> tuple[float, bool, dict[str, Any]]:
+    def _score(self, answer: str) -> tuple[float, Optional[bool], dict[str, Any]]:
         ds = self._pass_ds[1] if self._from_pass else self._ds
         try:
             score = float(ds.score_answer(answer=answer, entry=self.item))
-        except Exception as exc:  # a scorer that chokes on odd text scores it wrong
-            logger.debug("rg:%s score_answer raised %s: %s", self.name, type(exc).__name__, exc)
-            score = 0.0
+        except Exception as exc:  # the scorer's failure, not a wrong answer: reported, not graded
+            reason = f"{type(exc).__name__}: {exc}"
+            extra = {"score": None, "grading": "error", "grading_error": {"component": "rg:scorer", "reason": reason}}
+            report_infra_failure(extra, "rg:scorer", exc)
+            return self.ungraded_reward, None, extra
         correct = score >= 1.0
         if self.partial_credit:
             reward = self.success_reward * max(0.0, min(1.0, score))
@@ -212,4 +217,19 @@ class ReasoningGymEnv(SingleTurnEnv):
         return reward, correct, {"score": score}
 
     def sample_random_action(self) -> str:
-        return f"\\boxed{{{self.action_rng.randint(0, 9)}}}"
+        """The boxed answer of a random item of this task: in the task's own answer format (a
+        scorer may fail on another, which is reported as its failure), and seldom this item's.
+        Tasks without gold answers (scored by simulation) get the first of a digit, ``[]`` and
+        ``{}`` that their scorer reads."""
+        answer = self._get_item(self.action_rng.randrange(self._num_items())).get("answer")
+        if answer is not None and str(answer).strip():
+            return f"\\boxed{{{answer}}}"
+        digit = str(self.action_rng.randint(0, 9))
+        ds = self._pass_ds[1] if self._from_pass else self._ds
+        for candidate in (digit, "[]", "{}"):
+            try:
+                ds.score_answer(answer=candidate, entry=self.item)
+            except Exception:  # noqa: BLE001 - not this task's format; try the next
+                continue
+            return f"\\boxed{{{candidate}}}"
+        return f"\\boxed{{{digit}}}"

@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Iterable, Optional, Sequence, Union
 
-from gem.core import Env
+from gem.core import REWARD_LEVELS, Env
 from gem.errors import DependencyNotInstalled, UnknownEnvError, missing_extra
 
 logger = logging.getLogger(__name__)
@@ -331,6 +331,14 @@ def _make_from_spec(env_spec: EnvSpec, kwargs: dict[str, Any]) -> Env:
     seed = kwargs.pop("seed", None)
     merged = {**env_spec.kwargs, **kwargs}
     factory = env_spec.load()
+    # Reward levels are every env's kwargs: set on the instance after construction (and also passed
+    # to a constructor that names them).
+    levels = {k: merged[k] for k in REWARD_LEVELS if k in merged}
+    try:
+        named = _accepted_kwargs(factory) or ()
+    except TypeError:
+        named = ()
+    merged = {k: v for k, v in merged.items() if k not in levels or k in named}
     merged = _check_kwargs(env_spec, factory, merged)
     try:
         env = factory(**merged)
@@ -339,7 +347,9 @@ def _make_from_spec(env_spec: EnvSpec, kwargs: dict[str, Any]) -> Env:
         raise
     if not isinstance(env, Env):
         raise TypeError(f"{env_spec.id}: entry point returned {type(env).__name__}, not a gem.Env.")
-    env.spec = dataclasses.replace(env_spec, kwargs=merged)
+    if levels:
+        env.set_reward_levels(**levels)
+    env.spec = dataclasses.replace(env_spec, kwargs={**merged, **levels})
     if seed is not None:
         env._set_default_seed(seed)
     return env

@@ -1,7 +1,11 @@
 """Reward levels and other constants shared by every env, in one place.
 
-Every game speaks the same scale: success 1, an ordinary step 0, an invalid move 0 and a format error
-(an action that cannot be parsed) -0.1. A spec may override these through its kwargs.
+Every game speaks the same scale: success 1, failure 0, an ordinary step 0, an invalid move 0 and a
+format error (an action that cannot be parsed) -0.1. These are the class defaults of
+:class:`gem.Env`'s reward levels (``gem.core.REWARD_LEVELS``); every env pays the levels its
+instance holds, which any id's kwargs set: ``gem.make("game:GuessTheNumber-v0-easy",
+success_reward=2.0, invalid_action_reward=-1.0)``. Shares of the task (shaped progress, partial
+credit) are paid as shares of ``success_reward``.
 """
 
 from __future__ import annotations

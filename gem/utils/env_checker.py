@@ -135,17 +135,106 @@ def check_seed_determinism(env: Env, seed: int = 0) -> None:
     replay_determinism(play, env, seed, start=lambda trajectory: trajectory[0][0])
 
 
-def check_step_after_end(env: Env, seed: int = 0, max_steps: int = 500) -> None:
-    """Stepping after the episode ended warns once and returns a terminal result (strict mode: raises)."""
-    trajectory, _ = play(env, seed, max_steps=max_steps)
-    if not _is_end(*trajectory[-1][2:]):
-        return  # random play did not finish an episode; nothing to check here
+SEEDS_COMPARED = 4  # seeds tried by check_seed_sensitivity
+EPISODE_STEP_LIMIT = 500  # steps check_episode_ends allows a solver, or an env that declares no bound
+
+
+def check_seed_sensitivity(env: Env, seed: int = 0, seeds: int = SEEDS_COMPARED) -> None:
+    """Different seeds give different episodes, unless the env declares ``deterministic = True``.
+
+    The actions sampled for ``seed`` are replayed from ``seed + 1``, ``seed + 2``...; when every
+    replay repeats the first episode exactly, the env ignores its seed.
+    """
+    if getattr(env, "deterministic", False):
+        return
+    first, actions = play(env, seed)
+    for other in range(seed + 1, seed + seeds):
+        if play(env, other, actions)[0] != first:
+            return
+    raise _fail(
+        "check_seed_sensitivity",
+        f"seeds {seed} to {seed + seeds - 1} all gave the same episode; draw the episode from self.rng "
+        "(seeded by reset(seed)), or declare deterministic = True on the class if it has nothing to vary.",
+    )
+
+
+def _has_solver(env: Env) -> Optional[Any]:
+    try:
+        return env.make_solver()
+    except NotImplementedError:
+        return None
+
+
+def play_to_end(env: Env, seed: int = 0) -> tuple[str, int]:
+    """Play an episode to its end; return who ended it (``"solver"``, ``"bound"``, ``"sampled"``)
+    and the number of steps.
+
+    With ``make_solver()`` the solver plays (up to :data:`EPISODE_STEP_LIMIT` steps); otherwise
+    sampled actions play, up to the declared ``max_episode_steps`` or, for an env that declares
+    none (one written the original GEM's way), :data:`EPISODE_STEP_LIMIT`. Raises
+    :class:`EnvCheckError` when the episode has not ended by then.
+    """
+    solver = _has_solver(env)
+    bound = getattr(env, "max_episode_steps", None)
+    obs, info = env.reset(seed=seed)
+    if solver is not None:
+        solver.reset(obs, info)
+    limit = int(bound) if solver is None and bound is not None else EPISODE_STEP_LIMIT
+    for steps in range(1, limit + 1):
+        action = env.sample_random_action() if solver is None else solver.act(obs, info)
+        obs, _, terminated, truncated, info = env.step(action)
+        if _is_end(terminated, truncated):
+            return ("solver" if solver is not None else "bound" if bound is not None else "sampled"), steps
+    if solver is not None:
+        raise _fail(
+            "check_episode_ends",
+            f"the episode did not end after {limit} steps of make_solver(); end it (terminated or truncated) by then.",
+        )
+    if bound is not None:
+        raise _fail(
+            "check_episode_ends",
+            f"the episode did not end after max_episode_steps = {bound} sampled actions; end it (terminated "
+            "or truncated) by then.",
+        )
+    raise _fail(
+        "check_episode_ends",
+        f"{limit} sampled actions did not end the episode; end episodes (a turn limit), and declare the "
+        "bound as max_episode_steps or provide make_solver().",
+    )
+
+
+def check_episode_ends(env: Env, seed: int = 0) -> None:
+    """An episode ends: ``make_solver()`` finishes it, or sampled actions end it within the declared
+    ``max_episode_steps`` (:data:`EPISODE_STEP_LIMIT` steps when the env declares no bound)."""
+    play_to_end(env, seed)
+
+
+def check_step_after_end(env: Env, seed: int = 0) -> None:
+    """Stepping after the episode ended warns once and returns a terminal result (strict mode: raises).
+
+    The end is reached on purpose (see :func:`play_to_end`), so this check never passes vacuously.
+    """
+    play_to_end(env, seed)
     expect_reset_needed(
         lambda: env.step(env.sample_random_action()),
         "step() after the episode ended was not handled; call super().reset(seed) in reset() (the base "
         "class then handles it), or start step() with self._check_step().",
         env,
     )
+
+
+def check_close(env: Env, seed: int = 0) -> None:
+    """``close()`` may be called twice, on a fresh copy that played a step."""
+    copy_env = _fresh_copy(env)
+    copy_env.reset(seed=seed)
+    copy_env.step(copy_env.sample_random_action())
+    for attempt in ("first", "second"):
+        try:
+            copy_env.close()
+        except Exception as exc:
+            raise _fail(
+                "check_close", f"the {attempt} close() raised {type(exc).__name__}: {exc}; make close() idempotent."
+            ) from exc
 
 
 def _chain(env: Any) -> list[Any]:
@@ -316,10 +405,13 @@ CHECKS: dict[str, Callable[..., None]] = {
     "check_step": check_step,
     "check_random_action_is_well_formed": check_random_action_is_well_formed,
     "check_seed_determinism": check_seed_determinism,
+    "check_seed_sensitivity": check_seed_sensitivity,
+    "check_episode_ends": check_episode_ends,
     "check_step_after_end": check_step_after_end,
     "check_hostile_actions": check_hostile_actions,
     "check_state_roundtrip": check_state_roundtrip,
     "check_thread_determinism": check_thread_determinism,
+    "check_close": check_close,
 }
 
 

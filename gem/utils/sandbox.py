@@ -18,9 +18,13 @@ How it is confined (see :mod:`gem.utils._sandbox_zygote` for the mechanics):
   namespace per run), with no capabilities, no new privileges and a seccomp filter that refuses
   what sandboxed code never needs (namespaces, mounts, ptrace, keyrings, bpf, modules, ...);
 * limits per run are hard rlimits (CPU time, address space, processes, file size) plus wall time
-  and output size enforced here; when a run ends or is killed, its PID namespace ends with it:
+  and output size enforced here (the process limit, ``RLIMIT_NPROC``, is counted per uid by the
+  kernel, so it caps each run only as root with ``drop_privileges=True``, where every run has a
+  uid of its own; see docs/tools.md); when a run ends or is killed, its PID namespace ends with it:
   nothing it started survives, and the kernel frees its ``/tmp``;
-* the environment is scrubbed: the worker starts with a minimal environment, never the parent's.
+* the environment is scrubbed: the worker starts with a minimal environment, never the parent's,
+  and a run sees only ``PATH``, ``LANG``, ``LC_ALL``, ``PYTHONHASHSEED``, the three thread-count
+  variables (``OPENBLAS``/``OMP``/``MKL_NUM_THREADS``), ``HOME`` and ``TMPDIR``.
 
 Without root the sandbox needs unprivileged user namespaces; where the kernel refuses them it
 refuses to run code (:class:`SandboxError` says how to enable them) unless you opt in to an unsafe

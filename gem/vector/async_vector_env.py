@@ -86,7 +86,12 @@ class AsyncVectorEnv(LocalVectorEnv):
         super().__init__(env_ids, env_fns, autoreset_mode, step_timeout)
 
     def _build_envs(self) -> list[Env]:
-        return list(self._pool.map(lambda fn: fn(), self.env_fns))
+        # Env 0 first, alone: a wrapper given one shared object (a tool instance, as the original
+        # GEM allowed) hands it to the first env it wraps, so that must always be env 0.
+        if not self.env_fns:
+            return []
+        first = self.env_fns[0]()
+        return [first, *self._pool.map(lambda fn: fn(), self.env_fns[1:])]
 
     def _timed_step(self, index: int, action: str) -> Any:
         start = perf_counter()

@@ -1,6 +1,6 @@
 """The vector env whose envs live in Ray actors, placed across a Ray cluster.
 
-Each actor owns a contiguous shard of the envs (an :class:`~gem.vector.process_vector_env.EnvGroup`,
+Each actor owns a contiguous shard of the envs (an :class:`~gem.vector.sharded_vector_env.EnvGroup`,
 the same code the process backend runs), so episodes, autoreset and errors are exactly the sync
 backend's. One ``step`` is one actor call per shard with the actions of its ready envs.
 
@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 from gem.core import Env
 from gem.errors import DependencyNotInstalled, VectorEnvError
-from gem.vector.process_vector_env import START_TIMEOUT_SECONDS, EnvGroup, ShardedVectorEnv, WorkerDied
+from gem.vector.sharded_vector_env import START_TIMEOUT_SECONDS, EnvGroup, ShardedVectorEnv, WorkerDied
 from gem.vector.vector_env import AutoresetMode
 
 logger = logging.getLogger(__name__)

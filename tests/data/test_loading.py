@@ -8,7 +8,8 @@ import time
 import pytest
 
 import gem.data
-from gem.errors import ResourceUnavailable
+from gem.errors import DatasetNotFound, ResourceUnavailable
+from tests.conftest import needs_extra
 
 ROWS = [{"question": "1+1", "ans": "2"}, {"question": "2*3", "ans": "6"}]
 
@@ -28,7 +29,8 @@ def _write(path, rows=ROWS):
             writer.writeheader()
             writer.writerows(rows)
     elif name.endswith(".parquet"):
-        pa = pytest.importorskip("pyarrow")
+        needs_extra("qa")  # pyarrow
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         pq.write_table(pa.Table.from_pylist(rows), path)
@@ -88,15 +90,19 @@ def test_cache_returns_same_rows_and_rereads_changed_file(tmp_path):
     assert gem.data.load(str(path))[1]["question"] == "new"
 
 
-def test_missing_file_is_resource_unavailable(tmp_path):
-    with pytest.raises(ResourceUnavailable, match="does not exist"):
+def test_missing_file_or_bundled_name_is_dataset_not_found(tmp_path):
+    # a mistake in the setup, never the hub outage (ResourceUnavailable) that tests skip over
+    with pytest.raises(DatasetNotFound, match="does not exist") as exc:
         gem.data.load(str(tmp_path / "nope.jsonl"))
+    assert not isinstance(exc.value, ResourceUnavailable)
+    with pytest.raises(DatasetNotFound, match=r"'arithmetc' is not a bundled dataset \(bundled: arithmetic, "):
+        gem.data.load("arithmetc")
 
 
 def test_bad_jsonl_line_is_reported(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text('{"a": 1}\n{oops\n')
-    with pytest.raises(ResourceUnavailable, match="line 2"):
+    with pytest.raises(ValueError, match="line 2"):
         gem.data.load(str(path))
 
 
@@ -109,7 +115,7 @@ def test_bundled_names_load():
 
 def test_offline_hub_fails_fast_with_instructions(monkeypatch):
     # datasets (and huggingface_hub) imported BEFORE the variable is set: it must still hold.
-    pytest.importorskip("datasets")
+    needs_extra("qa")  # datasets
     import huggingface_hub.constants as hub_constants
 
     before = hub_constants.HF_HUB_OFFLINE

@@ -11,6 +11,7 @@ import gem
 from gem.envs.code_env import CodeEnv, normalize_tests, outputs_match, values_match
 from gem.errors import ResourceUnavailable
 from gem.utils.sandbox import Sandbox
+from tests.conftest import needs_extra
 
 
 @pytest.fixture(scope="module")
@@ -190,6 +191,7 @@ def test_bad_arguments():
     "env_id", ["code:CodeContest", "code:Taco8k", "code:PrimeIntellect15k", "eval:CodeContest"]
 )
 def test_hub_ids_offline_raise_resource_unavailable(env_id, monkeypatch):
+    needs_extra("code")  # datasets reads the hub
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     from gem import data
 
@@ -242,7 +244,8 @@ def _two_tests():
     return [{"problem": "p", "tests": {"inputs": ["1\n", "2\n"], "outputs": ["1\n", "2\n"]}}]
 
 
-def test_a_sandbox_failure_leaves_the_answer_ungraded_not_wrong():
+def test_a_sandbox_failure_leaves_the_answer_ungraded_not_wrong(monkeypatch):
+    monkeypatch.delenv("GEM_STRICT_INFRA")  # reported in info, not raised
     from gem.utils.sandbox import SandboxError
 
     box = _ScriptedSandbox({"1\n": ("1\n", "ok", 0.01, 0), "2\n": SandboxError("the worker could not start")})
@@ -253,9 +256,11 @@ def test_a_sandbox_failure_leaves_the_answer_ungraded_not_wrong():
     assert info["grading_error"]["component"] == "sandbox"
     assert "could not start" in info["grading_error"]["reason"] and "could not be graded" in obs
     assert info["verdicts"] == ["passed", "ungraded"]
+    assert info["infra_error"]["component"] == "grader:sandbox" and "could not start" in info["infra_error"]["message"]
 
 
-def test_a_wall_clock_cut_without_cpu_use_is_ungraded_but_a_cpu_timeout_is_wrong():
+def test_a_wall_clock_cut_without_cpu_use_is_ungraded_but_a_cpu_timeout_is_wrong(monkeypatch):
+    monkeypatch.delenv("GEM_STRICT_INFRA")  # reported in info, not raised
     wall = ("", "timeout", 0.05, -9)  # killed at the wall-clock limit after 0.05 s of CPU
     env = CodeEnv(dataset=_two_tests(), sandbox=_ScriptedSandbox({"1\n": ("1\n", "ok", 0.01, 0), "2\n": wall}),
                   max_workers=1, test_timeout=1)
@@ -271,7 +276,8 @@ def test_a_wall_clock_cut_without_cpu_use_is_ungraded_but_a_cpu_timeout_is_wrong
     assert (reward, info["correct"], info["grading"]) == (0.0, False, "ok") and "time limit exceeded" in obs
 
 
-def test_a_failed_test_makes_the_answer_wrong_even_if_another_is_ungraded():
+def test_a_failed_test_makes_the_answer_wrong_even_if_another_is_ungraded(monkeypatch):
+    monkeypatch.delenv("GEM_STRICT_INFRA")  # reported in info, not raised
     from gem.utils.sandbox import SandboxError
 
     box = _ScriptedSandbox({"1\n": ("7\n", "ok", 0.01, 0), "2\n": SandboxError("gone")})
@@ -286,8 +292,10 @@ def test_a_failed_test_makes_the_answer_wrong_even_if_another_is_ungraded():
     assert (reward, info["correct"], info["grading"]) == (0.0, None, "error")  # fraction: any ungraded test
 
 
-def test_a_sleeping_program_is_cut_at_the_wall_clock_limit_and_earns_nothing(sandbox):
+def test_a_sleeping_program_is_cut_at_the_wall_clock_limit_and_earns_nothing(sandbox, monkeypatch):
+    monkeypatch.delenv("GEM_STRICT_INFRA")  # reported in info, not raised
     env = CodeEnv(dataset=_two_tests(), sandbox=sandbox, max_workers=1, test_timeout=0.2)
     env.reset(seed=0)
     _, reward, _, _, info = env.step(_reply("import time\ntime.sleep(30)"))
     assert (reward, info["correct"], info["grading"]) == (0.0, None, "timeout")
+    assert info["infra_error"]["component"] == "grader:sandbox"

@@ -9,6 +9,7 @@ from gem.data.rule_reasoning import LABELS, forward_chain, make_item
 from gem.envs.logic_env import RuleReasoningEnv
 from gem.errors import ResourceUnavailable
 from gem.utils.env_checker import check_env
+from tests.conftest import needs_extra
 
 OFFLINE_IDS = [f"logic:RuleReasoning-d{d}" for d in range(6)]
 
@@ -96,7 +97,7 @@ def test_bad_arguments():
 @pytest.mark.parametrize("depth", [0, 1, 2, 3, 4, 5])
 def test_ruletaker_ids_fail_offline_and_load_locally(depth, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    pytest.importorskip("datasets")
+    needs_extra("qa")  # datasets reads the hub
     env_id = f"logic:RuleTaker-d{depth}"
     with pytest.raises(ResourceUnavailable, match=f"RuleTaker-d{depth}-70k"):
         gem.make(env_id)

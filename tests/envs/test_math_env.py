@@ -7,10 +7,11 @@ import pytest
 import gem
 from gem.data import arithmetic
 from gem.envs.math_env import MathEnv, MathVisualEnv
-from gem.errors import ResourceUnavailable
+from gem.errors import InfrastructureError, ResourceUnavailable
 from gem.utils.env_checker import check_env
+from tests.conftest import needs_extra
 
-pytest.importorskip("math_verify")
+needs_extra("math")  # math-verify grades
 
 HUB_IDS = [
     "math:ASDiv2K", "math:GSM8K", "math:Math12K", "math:Math8K-3to5", "math:Orz57K",
@@ -69,7 +70,7 @@ def test_equivalent_forms_are_accepted(math_file):
 @pytest.mark.parametrize("env_id", HUB_IDS)
 def test_hub_ids_fail_offline_with_a_clear_message(env_id, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    pytest.importorskip("datasets")
+    needs_extra("math")  # datasets reads the hub
     with pytest.raises(ResourceUnavailable, match="dataset_name="):
         gem.make(env_id)
 
@@ -98,7 +99,8 @@ def test_unseeded_resets_cover_an_epoch_and_follow_make_seed(math_file):
 
 
 def test_geometry_images_go_in_info(tmp_path):
-    pa = pytest.importorskip("pyarrow")
+    needs_extra("math")
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     rows = [{"problem": "Find x in the figure.", "answer": "30", "images": ["<png bytes>"]}]
@@ -136,8 +138,10 @@ def test_state_roundtrip_and_spawn_share_rows():
     assert "_rows" not in env.get_state()
 
 
-def test_hostile_answers_are_graded_quickly():
+def test_hostile_answers_are_graded_quickly(monkeypatch):
     import time
+
+    monkeypatch.delenv("GEM_STRICT_INFRA")  # an answer the grader cannot finish is reported, not raised
 
     from gem.utils import math_grader as mg
 
@@ -153,8 +157,10 @@ def test_hostile_answers_are_graded_quickly():
     for bad, expected in cases.items():
         env.reset(seed=0)
         start = time.monotonic()
-        _, reward, terminated, _, _ = env.step(bad)
+        _, reward, terminated, _, info = env.step(bad)
         assert reward == expected and terminated
+        if info["correct"] is None:  # cut by the grader's limit: reported as the grader's failure
+            assert info["infra_error"]["component"] == "grader:math-verify"
         # at most the grader's wall-clock backstop for the default 2 s budget, plus slack
         assert time.monotonic() - start < 2.0 * mg.HARD_LIMIT_FACTOR + mg.HARD_LIMIT_SLACK_S + 1.0
 
@@ -171,9 +177,17 @@ def test_ungraded_answers_are_reported_and_counted_by_gem_eval(tmp_path, monkeyp
     monkeypatch.setattr(math_grader.MathGrader, "judge", cannot_finish)
     env = gem.make("math:Arithmetic")
     env.reset(seed=0)
+    with pytest.raises(InfrastructureError, match=r"grader:math-verify failed: .*timeout: used its whole budget"):
+        env.step(f"\\boxed{{{env.unwrapped.answer}}}")  # the suite's strict mode raises it
+    monkeypatch.delenv("GEM_STRICT_INFRA")
+    env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(f"\\boxed{{{env.unwrapped.answer}}}")
     assert (reward, terminated, truncated, info["correct"], info["grading"]) == (0.0, True, True, None, "timeout")
     assert info["grading_error"] == {"component": "math-verify", "reason": "used its whole budget of 2 s of CPU time."}
+    assert info["infra_error"] == {
+        "component": "grader:math-verify", "type": "InfrastructureError",
+        "message": "timeout: used its whole budget of 2 s of CPU time.",
+    }
     assert "could not be graded" in obs and "math-verify" in obs
 
     summary = EvalRunner(
@@ -183,3 +197,21 @@ def test_ungraded_answers_are_reported_and_counted_by_gem_eval(tmp_path, monkeyp
     assert (s["episodes"], s["errors"], s["ungraded"], s["ungraded_by_status"]) == (3, 0, 3, {"timeout": 3})
     # Ungraded is not wrong: no episode was scored, so there is no success rate to report.
     assert s["scored"] == 0 and s["success_rate"] is None and summary["overall"]["ungraded"] == 3
+
+
+def test_a_grader_that_crashes_is_an_infrastructure_failure_not_a_wrong_answer(monkeypatch):
+    from gem.utils import math_grader
+
+    def crash(self, pred, gold, timeout=None):
+        raise MemoryError("the grader ran out of memory")
+
+    monkeypatch.setattr(math_grader.MathGrader, "judge", crash)
+    env = gem.make("math:Arithmetic")
+    env.reset(seed=0)
+    with pytest.raises(InfrastructureError, match="grader failed: MemoryError: the grader ran out of memory"):
+        env.step(f"\\boxed{{{env.unwrapped.answer}}}")
+    monkeypatch.delenv("GEM_STRICT_INFRA")
+    env.reset(seed=0)
+    _, reward, terminated, _, info = env.step(f"\\boxed{{{env.unwrapped.answer}}}")
+    assert (reward, terminated, info["correct"], info["grading"]) == (0.0, True, None, "error")
+    assert info["infra_error"] == {"component": "grader", "type": "MemoryError", "message": "the grader ran out of memory"}

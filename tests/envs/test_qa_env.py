@@ -8,6 +8,7 @@ import gem
 from gem.envs.qa_env import QaEnv
 from gem.errors import ResourceUnavailable
 from gem.utils.env_checker import check_env
+from tests.conftest import needs_extra
 
 HUB_IDS = [
     "qa:NaturalQuestions", "qa:HotpotQA", "eval:QaOpen", "eval:2Wiki", "eval:PopQA", "eval:TriviaQA",
@@ -29,7 +30,7 @@ def qa_file(tmp_path):
 @pytest.mark.parametrize("env_id", HUB_IDS)
 def test_hub_ids_fail_offline_and_load_locally(env_id, qa_file, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    pytest.importorskip("datasets")
+    needs_extra("qa")  # datasets reads the hub
     with pytest.raises(ResourceUnavailable, match="dataset_name=") as exc:
         gem.make(env_id)
     assert gem.spec(env_id).kwargs["dataset_name"] in str(exc.value)

@@ -6,9 +6,12 @@ import sys
 import pytest
 
 import gem
+from gem.errors import InfrastructureError
 from gem.utils.env_checker import check_env
+from tests.conftest import needs_extra
 
-rg = pytest.importorskip("reasoning_gym")
+needs_extra("rg")
+import reasoning_gym as rg  # noqa: E402
 
 # A spread of task kinds (arithmetic, algorithmic, logic, games, cognition, graphs).
 SAMPLE = [
@@ -145,3 +148,22 @@ def test_state_restored_across_passes_keeps_items_consistent():
     first_pass = [env.reset()[0] for _ in range(4)]  # walks into later passes
     env.unwrapped.set_state(state)
     assert [env.reset()[0] for _ in range(4)] == first_pass
+
+
+def test_a_scorer_that_raises_is_an_infrastructure_failure_not_a_wrong_answer(monkeypatch):
+    env = gem.make("rg:basic_arithmetic")
+    env.reset(seed=0)
+    dataset = env.unwrapped._ds
+
+    def broken(answer, entry):
+        raise KeyError("metadata")
+
+    monkeypatch.setattr(dataset, "score_answer", broken)
+    with pytest.raises(InfrastructureError, match=r"rg:scorer failed: KeyError: 'metadata'"):
+        env.step("\\boxed{1}")
+    monkeypatch.delenv("GEM_STRICT_INFRA")
+    env.reset(seed=0)
+    _, reward, terminated, _, info = env.step("\\boxed{1}")
+    assert (reward, terminated, info["correct"], info["grading"], info["score"]) == (0.0, True, None, "error", None)
+    assert info["infra_error"] == {"component": "rg:scorer", "type": "KeyError", "message": "'metadata'"}
+    assert info["grading_error"] == {"component": "rg:scorer", "reason": "KeyError: 'metadata'"}

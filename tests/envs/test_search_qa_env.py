@@ -11,6 +11,7 @@ from gem.envs.qa_search.env import FictionalSearchAgent, FictionalSearchQAEnv
 from gem.envs.qa_search.world import QUESTION_TEMPLATES, World, parse_question, read_fact
 from gem.tools.search_tool import format_documents
 from gem.utils.env_checker import check_env
+from tests.conftest import needs_extra
 
 
 # ------------------------------------------------------------------------- world
@@ -118,8 +119,7 @@ def test_scripted_agent_solves_every_kind_with_exact_lookup():
 # ----------------------------------------------------------------- end to end
 @pytest.fixture(scope="module")
 def retrieval_server(tmp_path_factory):
-    pytest.importorskip("fastapi")
-    pytest.importorskip("bm25s")
+    needs_extra("search")  # the retrieval server (fastapi, bm25s)
     from gem.tools.search_engine.launch import start_server_process
 
     corpus = tmp_path_factory.mktemp("fictional") / "corpus.jsonl"
@@ -155,8 +155,7 @@ def test_search_then_answer_end_to_end(retrieval_server):
 
 
 def test_demo_script_runs_and_stops_its_server():
-    pytest.importorskip("fastapi")
-    pytest.importorskip("bm25s")
+    needs_extra("search")  # the retrieval server (fastapi, bm25s)
     import subprocess
     import sys
     from pathlib import Path

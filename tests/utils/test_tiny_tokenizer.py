@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("transformers")
-pytest.importorskip("tokenizers")
+from tests.conftest import needs_extra
+
+needs_extra("rl")  # transformers and tokenizers
 
 from gem.utils.tiny_tokenizer import (  # noqa: E402
     IM_END,

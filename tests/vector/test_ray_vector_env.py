@@ -11,10 +11,12 @@ import gem
 from gem.envs.registration import registry
 from gem.errors import EnvsNotInProcess, VectorEnvTimeout
 from gem.vector.process_vector_env import CRASH_INFO_KEY
+from tests.conftest import needs_extra
 from tests.vector.test_process_vector_env import MIXED_IDS, _factories, play, registered_test_ids, sync_trace
 from tests.vector.test_vector_api import SLACK, HangEnv
 
-ray = pytest.importorskip("ray")
+needs_extra("ray")
+import ray  # noqa: E402
 from gem.vector.ray_vector_env import RayVectorEnv  # noqa: E402  (after ray is known to be installed)
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

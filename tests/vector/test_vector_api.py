@@ -17,7 +17,7 @@ from gem.vector import EnvFactory, LocalVectorEnv, VectorEnv
 from gem.vector.process_vector_env import CRASH_INFO_KEY
 from gem.vector.remote_vector_env import RemoteEnvFactory
 from gem.vector.vector_env import TIMEOUT_INFO_KEY
-from tests.conftest import CountEnv
+from tests.conftest import CountEnv, needs_extra
 from tests.server.conftest import serve  # noqa: F401 - the fixture, for the remote backend
 from tests.vector.test_process_vector_env import registered_test_ids
 
@@ -297,7 +297,12 @@ def test_thread_backend_steps_fast_envs_inline_unless_it_must_watch_them(step_ti
 
 
 # -------------------------------------------------------------------- remote
-def test_remote_backend_attributes_and_timeout(serve):  # noqa: F811 - the imported fixture
+@pytest.fixture
+def server_extra() -> None:
+    needs_extra("server")
+
+
+def test_remote_backend_attributes_and_timeout(server_extra, serve):  # noqa: F811 - the imported fixture
     server = serve()
     vec = gem.make_vec(
         ["test:Count2-v0", "test:Hang-v0"], backend="remote", url=server.url, seed=7,

@@ -14,7 +14,6 @@ import re
 from typing import Any, Generic, Optional, TypeVar
 
 from gem.core import Env, StepResult
-from gem.utils.constants import LanguageGameReward as R
 from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.text import preview
 
@@ -81,12 +80,13 @@ class PuzzleEnv(Env, abc.ABC, Generic[MoveT]):
         return False
 
     def _truncation_reward(self) -> float:
-        """GEM's partial credit when the turn limit cuts the episode (0 unless a game says)."""
+        """GEM's partial credit when the turn limit cuts the episode, as a share of
+        ``success_reward`` (0 unless a game says)."""
         return 0.0
 
     def _success_reward(self, move_reward: float) -> float:
         """The reward of the solving move."""
-        return R.success_reward
+        return self.success_reward
 
     # ------------------------------------------------------------------ API
     def reset(self, seed: Optional[int] = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
@@ -124,14 +124,14 @@ class PuzzleEnv(Env, abc.ABC, Generic[MoveT]):
             return self._result(
                 f"At turn {turn}, your move could not be read: {exc}. Answer like {self._example()}. "
                 "The game is over.",
-                R.format_error_reward,
+                self.format_error_reward,
                 terminated=True,
                 info=self._info(success=False),
             )
         try:
             feedback, reward = self._apply(move)
         except Illegal as exc:
-            feedback, reward = f"invalid move: {exc}", R.invalid_action_reward
+            feedback, reward = f"invalid move: {exc}", self.invalid_action_reward
         board = self._board_block()
         text = f"At turn {turn}, {feedback}\n\n{board}"
         if self._solved():
@@ -150,7 +150,7 @@ class PuzzleEnv(Env, abc.ABC, Generic[MoveT]):
         if left <= 0:
             return self._result(
                 f"{text}\nYou have reached the maximum number of turns ({self.max_turns}).",
-                reward + self._truncation_reward(),
+                reward + self.success_reward * self._truncation_reward(),
                 truncated=True,
                 info=self._info(success=False, board=board),
             )

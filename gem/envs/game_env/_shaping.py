@@ -15,6 +15,8 @@ informative. :class:`ProgressReward` keeps that bookkeeping in one place for eve
 
 from __future__ import annotations
 
+from typing import Any
+
 from gem.utils.constants import LanguageGameReward as R
 
 
@@ -38,20 +40,24 @@ class ProgressReward:
         """A new episode: nothing paid yet."""
         self.paid = 0.0
 
-    def progress(self, share: float) -> float:
-        """The reward for having reached ``share`` (0..1) of the task: only what is new."""
+    def progress(self, share: float, levels: Any = R) -> float:
+        """The reward for having reached ``share`` (0..1) of the task: only what is new.
+
+        ``levels`` holds the reward levels (``success_reward``, ``internal_step_reward``): the env,
+        so that levels set on it (``gem.make(id, success_reward=2.0)``) are what it pays.
+        """
         if not self.dense:
-            return R.internal_step_reward
-        earned = self.weight * R.success_reward * share
+            return levels.internal_step_reward
+        earned = self.weight * levels.success_reward * share
         if earned <= self.paid:
-            return R.internal_step_reward
+            return levels.internal_step_reward
         new, self.paid = earned - self.paid, earned
         return new
 
-    def win(self) -> float:
+    def win(self, levels: Any = R) -> float:
         """The reward of the winning move: the success reward less what progress already paid."""
-        rest = R.success_reward - self.paid if self.dense else R.success_reward
-        self.paid = R.success_reward
+        rest = levels.success_reward - self.paid if self.dense else levels.success_reward
+        self.paid = levels.success_reward
         return rest
 
     def __repr__(self) -> str:

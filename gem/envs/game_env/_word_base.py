@@ -19,7 +19,6 @@ from gem.core import Env, StepResult
 from gem.envs.game_env import words
 from gem.envs.game_env._puzzle_base import MAX_ANSWER_CHARS
 from gem.envs.game_env._shaping import ProgressReward
-from gem.utils.constants import LanguageGameReward as R
 from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.text import preview
 from gem.utils.validation import check_int
@@ -88,7 +87,7 @@ class WordGameEnv(Env, abc.ABC):
             return self._result(
                 f"Turn {turn}: no valid {self._noun} in '{preview(action, 60)}'. {self._answer_hint()} "
                 "The game is over.",
-                R.format_error_reward,
+                self.format_error_reward,
                 terminated=True,
                 info={"suffix": self._suffix, "success": False},
             )
@@ -96,7 +95,7 @@ class WordGameEnv(Env, abc.ABC):
         if won:
             # the move's own progress credit (if any) plus the rest of the success reward
             return self._result(
-                text, reward + self.shaping.win(), terminated=True, info={"suffix": self._suffix, "success": True}
+                text, reward + self.shaping.win(self), terminated=True, info={"suffix": self._suffix, "success": True}
             )
         if turn >= self.max_turns:
             return self._result(

@@ -21,7 +21,6 @@ from typing import Any, Optional
 from gem.agents.base import Agent
 from gem.envs.game_env import crosswords_clues
 from gem.envs.game_env._word_base import GRID_TITLE, LetterGridEnv
-from gem.utils.constants import LanguageGameReward as R
 
 _MOVE = re.compile(r"[\s\[(]*(\d{1,3})[\s,]+(\d{1,3})[\s,:=]+([A-Za-z])[\s\])]*")
 ACROSS, DOWN = (0, 1), (1, 0)
@@ -87,30 +86,30 @@ class CrosswordsEnv(LetterGridEnv):
         if row >= rows or col >= cols:
             return (
                 f"Turn {turn}: ({row}, {col}) is off the grid; rows go from 0 to {rows - 1}, columns from 0 to {cols - 1}.",
-                R.invalid_action_reward,
+                self.invalid_action_reward,
                 False,
             )
         cell = board[row][col]
         if cell == ".":
             return (
                 f"Turn {turn}: ({row}, {col}) is a black square; only '_' cells take letters.",
-                R.invalid_action_reward,
+                self.invalid_action_reward,
                 False,
             )
         if cell != "_":
-            return f"Turn {turn}: ({row}, {col}) already holds {cell}.", R.invalid_action_reward, False
+            return f"Turn {turn}: ({row}, {col}) already holds {cell}.", self.invalid_action_reward, False
         if self.solution[row][col] != letter:
-            return f"Turn {turn}: {letter} does not belong at ({row}, {col}).", R.internal_step_reward, False
+            return f"Turn {turn}: {letter} does not belong at ({row}, {col}).", self.internal_step_reward, False
         board[row][col] = letter
         self._rows[row] = self._draw_row(row)
         self.blanks -= 1
         if self.blanks == 0:
             return (
                 f"Turn {turn}: {letter} at ({row}, {col}) completes the crossword. Well done!\n{self._grid_text()}",
-                R.internal_step_reward,  # the win itself is paid by WordGameEnv.step
+                self.internal_step_reward,  # the win itself is paid by WordGameEnv.step
                 True,
             )
-        reward = self.shaping.progress(1 - self.blanks / self.letter_cells)
+        reward = self.shaping.progress(1 - self.blanks / self.letter_cells, self)
         return f"Turn {turn}: {letter} is right at ({row}, {col}).", reward, False
 
     def _answer_hint(self) -> str:

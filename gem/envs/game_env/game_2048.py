@@ -136,9 +136,10 @@ class Game2048Env(PuzzleEnv[str]):
         """GEM's shaping: each new highest tile (capped at the target) earns its log2 share."""
         current = min(self._max_tile(), self.target_tile)
         if current <= self.max_tile_achieved:
-            return 0.0
+            return self.internal_step_reward
         span = math.log2(self.target_tile) - math.log2(self.init_max_tile_achieved)
-        reward = (math.log2(current) - math.log2(self.max_tile_achieved)) / span if span > 0 else 0.0
+        share = (math.log2(current) - math.log2(self.max_tile_achieved)) / span if span > 0 else 0.0
+        reward = self.success_reward * share
         self.max_tile_achieved = current
         return reward
 
@@ -146,7 +147,7 @@ class Game2048Env(PuzzleEnv[str]):
         return self._max_tile() >= self.target_tile
 
     def _success_reward(self, move_reward: float) -> float:
-        return move_reward  # GEM's scale: the progress rewards of a won game sum to 1
+        return move_reward  # GEM's scale: the progress rewards of a won game sum to success_reward
 
     def _lost(self) -> bool:
         return all(slide(self.board, d) == self.board for d in DIRECTIONS)

@@ -15,7 +15,6 @@ from typing import Any, Optional
 
 from gem.agents.base import Agent
 from gem.core import Env, StepResult
-from gem.utils.constants import LanguageGameReward as R
 from gem.utils.parsing import extract_last_boxed_answer, parse_int
 from gem.utils.validation import check_int
 
@@ -78,14 +77,14 @@ class GuessTheNumberEnv(Env):
             return self._result(
                 f"At turn {turn}, you did not provide a valid guess. Put one whole number in "
                 f"\\boxed{{}}, for example \\boxed{{{self.min_number}}}. The game is over.",
-                R.format_error_reward,
+                self.format_error_reward,
                 terminated=True,
                 info=self._info(success=False),
             )
         if guess == self.target:
             return self._result(
                 f"Congratulations! You guessed the correct number {self.target} in {turn} turns.",
-                R.success_reward,
+                self.success_reward,
                 terminated=True,
                 info=self._info(success=True),
             )
@@ -102,9 +101,10 @@ class GuessTheNumberEnv(Env):
             hint = "lower" if guess > self.target else "higher"
             feedback = f"At turn {turn}, you guessed {guess}, and the target number is {hint} than {guess}."
         if turn >= self.max_turns:
-            reward = 0.0
+            reward = self.fail_reward if valid else self.invalid_action_reward
             if valid and self.closeness_reward:
-                reward = 1.0 - abs(guess - self.target) / (self.max_number - self.min_number)
+                closeness = 1.0 - abs(guess - self.target) / (self.max_number - self.min_number)
+                reward = self.fail_reward + (self.success_reward - self.fail_reward) * closeness
             return self._result(
                 f"{feedback} You have reached the maximum number of turns; the number was {self.target}.",
                 reward,
@@ -112,7 +112,7 @@ class GuessTheNumberEnv(Env):
                 info=self._info(success=False),
             )
         left = self.max_turns - turn
-        reward = R.internal_step_reward if valid else R.invalid_action_reward
+        reward = self.internal_step_reward if valid else self.invalid_action_reward
         # The common path, built inline: it runs hundreds of thousands of times a second.
         return (
             f"{feedback} {left} turn{'s' if left != 1 else ''} left.",

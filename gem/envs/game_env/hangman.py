@@ -23,7 +23,6 @@ from typing import Any, Optional
 from gem.agents.base import Agent
 from gem.envs.game_env import words
 from gem.envs.game_env._word_base import SecretWordEnv
-from gem.utils.constants import LanguageGameReward as R
 from gem.utils.text import preview
 
 RANDOM_CONFIGS: tuple[tuple[int, int], ...] = ((3, 10), (5, 15), (7, 20))  # (word_length, max_turns)
@@ -86,18 +85,18 @@ class HangmanEnv(SecretWordEnv):
         guess = found.group().replace(" ", "").upper()
         secret = self.secret
         letters = self.guessed_letters
-        reward = R.internal_step_reward
+        reward = self.internal_step_reward
         if len(guess) == 1:
             if guess in letters:
                 headline = f"Turn {turn}: you already guessed the letter {guess}."
-                reward = R.invalid_action_reward
+                reward = self.invalid_action_reward
             else:
                 letters.append(guess)
                 self._draw_board()
                 hits = secret.count(guess)
                 if hits:
                     shown = sum(ch in letters for ch in secret)
-                    reward = self.shaping.progress(shown / len(secret))
+                    reward = self.shaping.progress(shown / len(secret), self)
                 headline = (
                     f"Turn {turn}: yes, {guess} appears {hits} time(s) in the word."
                     if hits
@@ -108,10 +107,10 @@ class HangmanEnv(SecretWordEnv):
                 f"Turn {turn}: {preview(guess, 30)} has {len(guess)} letters but the word has {self.word_length}; "
                 "guess one letter or the whole word."
             )
-            reward = R.invalid_action_reward
+            reward = self.invalid_action_reward
         elif guess in self.guessed_words:
             headline = f"Turn {turn}: you already guessed the word {guess}."
-            reward = R.invalid_action_reward
+            reward = self.invalid_action_reward
         else:
             self.guessed_words.append(guess)
             headline = f"Turn {turn}: {guess} is not the word."

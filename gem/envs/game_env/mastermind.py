@@ -107,7 +107,7 @@ class MastermindEnv(Env):
             return self._result(
                 f"Turn {turn}: no valid guess found in '{preview(action, 60)}'. Put {self.code_length} digits "
                 f"separated by spaces in \\boxed{{}}, e.g. {self._example()}. The game is over.",
-                R.format_error_reward,
+                self.format_error_reward,
                 terminated=True,
                 info={"suffix": self.get_task_suffix(), "success": False},
             )
@@ -121,18 +121,18 @@ class MastermindEnv(Env):
             if black == self.code_length:
                 return self._result(
                     f"Turn {turn}: {shown} is the secret code. You cracked it in {turn} turns!",
-                    self.shaping.win(),
+                    self.shaping.win(self),
                     terminated=True,
                     info={"suffix": self.get_task_suffix(), "success": True},
                 )
             feedback = f"Turn {turn}: you guessed {shown}: {black} black peg(s), {white} white peg(s)."
-            reward = self.shaping.progress(black / self.code_length)
+            reward = self.shaping.progress(black / self.code_length, self)
         else:
             shown = self._shown if self._shown is not None else _fmt(guess)  # digits: only shorten
             if len(shown) > 60:
                 shown = shown[:57] + "..."
             feedback = f"Turn {turn}: invalid guess {shown}: {problem}"
-            reward = R.invalid_action_reward
+            reward = self.invalid_action_reward
         if turn >= self.max_turns:
             return self._result(
                 f"{feedback}\nYou have used all {self.max_turns} turns; the code was {_fmt(self.secret)}.",

@@ -20,7 +20,6 @@ from gem.agents.base import Agent
 from gem.core import Env, StepResult
 from gem.envs.game_env._shaping import ProgressReward
 from gem.envs.game_env.minesweeper_solver import MinesweeperSolver, neighbours
-from gem.utils.constants import LanguageGameReward as R
 from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.text import preview
 from gem.utils.validation import check_int
@@ -94,12 +93,12 @@ class MinesweeperEnv(Env):
             return self._result(
                 f"Turn {turn}: no valid move found in '{preview(action, 60)}'. Write \\boxed{{reveal ROW COL}} "
                 "or \\boxed{flag ROW COL}, e.g. \\boxed{reveal 0 0}. The game is over.",
-                R.format_error_reward,
+                self.format_error_reward,
                 terminated=True,
                 info={"suffix": self.get_task_suffix(), "success": False},
             )
         command, row, col = move
-        reward = R.invalid_action_reward
+        reward = self.invalid_action_reward
         cell = row * self.cols + col
         if command not in COMMANDS:
             feedback = f"Turn {turn}: unknown command {preview(command, 20)!r}; use 'reveal' or 'flag'."
@@ -114,7 +113,7 @@ class MinesweeperEnv(Env):
             self.flags[cell] ^= 1
             self.cells[cell] = "F" if self.flags[cell] else "."
             feedback = f"Turn {turn}: {'placed a flag on' if self.flags[cell] else 'removed the flag from'} ({row}, {col})."
-            reward = R.internal_step_reward
+            reward = self.internal_step_reward
         elif self.flags[cell]:
             feedback = (
                 f"Turn {turn}: cell ({row}, {col}) is flagged; remove the flag (flag it again) to reveal it."
@@ -125,7 +124,7 @@ class MinesweeperEnv(Env):
             if self.mines[cell]:
                 return self._result(
                     f"Turn {turn}: BOOM! ({row}, {col}) hid a mine. You lose.\n{self.render(show_mines=True)}",
-                    R.fail_reward,
+                    self.fail_reward,
                     terminated=True,
                     info={"suffix": self.get_task_suffix(), "success": False},
                 )
@@ -133,13 +132,13 @@ class MinesweeperEnv(Env):
             if self.safe_left == 0:
                 return self._result(
                     f"Turn {turn}: you revealed the last safe cell. The board is clear; you win!\n{self.render()}",
-                    self.shaping.win(),
+                    self.shaping.win(self),
                     terminated=True,
                     info={"suffix": self.get_task_suffix(), "success": True},
                 )
             feedback = f"Turn {turn}: revealed ({row}, {col}); {opened} cell(s) opened."
             safe = self.rows * self.cols - self.num_mines
-            reward = self.shaping.progress((safe - self.safe_left) / safe)
+            reward = self.shaping.progress((safe - self.safe_left) / safe, self)
         if turn >= self.max_turns:
             return self._result(
                 f"{feedback}\nYou have used all {self.max_turns} turns with {self.safe_left} safe cell(s) still hidden.\n"

@@ -98,13 +98,13 @@ class SudokuEnv(PuzzleEnv[tuple[int, int, int]]):
         if self.full_grid[r][c] != digit:
             raise Illegal(f"{digit} at row {row}, column {col} breaks no rule yet, but leaves the puzzle with no solution.")
         self.board[r][c] = digit
-        return f"you placed {digit} at row {row}, column {col}.", 1.0 / self.init_num_empty
+        return f"you placed {digit} at row {row}, column {col}.", self.success_reward / self.init_num_empty
 
     def _solved(self) -> bool:
         return all(all(row) for row in self.board)
 
     def _success_reward(self, move_reward: float) -> float:
-        return move_reward  # GEM's dense scale: the right digits of a solved puzzle sum to 1
+        return move_reward  # GEM's dense scale: the right digits of a solved puzzle sum to success_reward
 
     def render(self) -> str:
         layout, cells = _layout(self.scale)

@@ -42,6 +42,7 @@ class TowerofHanoiEnv(PuzzleEnv[tuple[str, str]]):
                 )
         self.num_disks, self.max_turns = (num_disks, max_turns) if not self._random_params else RANDOM_PRESETS[0]
         self.towers: dict[str, list[int]] = {t: [] for t in TOWERS}
+        self.deterministic = not self._random_params  # fixed disks: the same puzzle from every seed
 
     # ----------------------------------------------------------- the game
     def _new_game(self) -> None:

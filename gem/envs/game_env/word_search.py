@@ -22,7 +22,6 @@ from typing import Any, Optional
 from gem.agents.base import Agent
 from gem.envs.game_env import words
 from gem.envs.game_env._word_base import GRID_TITLE, LetterGridEnv
-from gem.utils.constants import LanguageGameReward as R
 
 _NUMBERS = re.compile(
     r"[\s,;()\[\]]*(\d{1,3})[\s,;()\[\]]+(\d{1,3})[\s,;()\[\]]+(\d{1,3})[\s,;()\[\]]+(\d{1,3})[\s,;()\[\]]*"
@@ -96,7 +95,7 @@ class WordSearchEnv(LetterGridEnv):
         if max(r1, c1, r2, c2) >= self.size:
             return (
                 f"Turn {turn}: {line} leaves the grid; rows and columns go from 0 to {self.size - 1}.",
-                R.invalid_action_reward,
+                self.invalid_action_reward,
                 False,
             )
         if step is None:
@@ -105,9 +104,9 @@ class WordSearchEnv(LetterGridEnv):
                 if self.hardcore
                 else "a straight line across or down"
             )
-            return f"Turn {turn}: {line} is not {allowed}.", R.invalid_action_reward, False
+            return f"Turn {turn}: {line} is not {allowed}.", self.invalid_action_reward, False
         if (r1, c1, r2, c2) in self.tried or (r2, c2, r1, c1) in self.tried:
-            return f"Turn {turn}: you already tried {line}.", R.invalid_action_reward, False
+            return f"Turn {turn}: you already tried {line}.", self.invalid_action_reward, False
         self.tried.add((r1, c1, r2, c2))
         cells = [(r1 + k * step[0], c1 + k * step[1]) for k in range(max(abs(r2 - r1), abs(c2 - c1)) + 1)]
         grid = self.grid
@@ -116,7 +115,7 @@ class WordSearchEnv(LetterGridEnv):
         if word is None:
             return (
                 f"Turn {turn}: {line} reads {text}, which is not a word left to find.",
-                R.internal_step_reward,
+                self.internal_step_reward,
                 False,
             )
         self.found.append(word)
@@ -126,10 +125,10 @@ class WordSearchEnv(LetterGridEnv):
         if len(self.found) == len(self.targets):
             return (
                 f"Turn {turn}: found {word}. You found all {len(self.targets)} words!\n{self.render()}",
-                R.internal_step_reward,  # the win itself is paid by WordGameEnv.step
+                self.internal_step_reward,  # the win itself is paid by WordGameEnv.step
                 True,
             )
-        reward = self.shaping.progress(len(self.found) / len(self.targets))
+        reward = self.shaping.progress(len(self.found) / len(self.targets), self)
         return f"Turn {turn}: found {word} at {line}.", reward, False
 
     def _answer_hint(self) -> str:

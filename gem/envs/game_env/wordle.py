@@ -23,7 +23,6 @@ from typing import Any, Optional
 from gem.agents.base import Agent
 from gem.envs.game_env import words
 from gem.envs.game_env._word_base import SecretWordEnv
-from gem.utils.constants import LanguageGameReward as R
 from gem.utils.text import preview
 
 RANDOM_LENGTHS = (3, 4, 5)  # -random: this many letters and 5 turns per letter
@@ -101,7 +100,7 @@ class WordleEnv(SecretWordEnv):
         if problem is not None:
             return (
                 f"Turn {turn}: invalid guess {preview(guess, 40)}: {problem}",
-                R.invalid_action_reward,
+                self.invalid_action_reward,
                 False,
             )
         marks = feedback(self.secret, guess)
@@ -115,13 +114,13 @@ class WordleEnv(SecretWordEnv):
         if guess == self.secret:
             return (
                 f"Turn {turn}: {guess} is the secret word. You solved it in {turn} turns!",
-                R.internal_step_reward,  # the win itself is paid by WordGameEnv.step
+                self.internal_step_reward,  # the win itself is paid by WordGameEnv.step
                 True,
             )
         self._draw_board()
         green = self._green
         green.update(i for i, m in enumerate(marks) if m == "G")
-        reward = self.shaping.progress(len(green) / len(marks))
+        reward = self.shaping.progress(len(green) / len(marks), self)
         return f"Turn {turn}: you guessed {guess}; feedback {shown}.", reward, False
 
     def _answer_hint(self) -> str:

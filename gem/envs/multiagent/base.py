@@ -24,8 +24,11 @@ Conventions (PettingZoo's parallel API, with GEM's names):
 - ``max_steps`` bounds an episode (invalid moves do not pass the turn): reaching it truncates the
   game for everyone with ``_truncation_rewards()``.
 
-Rewards are on GEM's scale: a win is ``success_reward`` (1), a loss 0, a draw :data:`DRAW_REWARD`,
-a format error -0.1 (worse than any outcome of play).
+Rewards are on GEM's scale: a win is ``success_reward`` (1), a loss ``fail_reward`` (0), a draw
+half way between (:meth:`MultiAgentEnv._draw_reward`, 0.5), an invalid move ``invalid_action_reward``
+(0) and a format error ``format_error_reward`` (-0.1, worse than any outcome of play). The levels
+are the env's own (``gem.make(id, success_reward=2.0)`` sets them); :data:`WIN_REWARD`,
+:data:`LOSS_REWARD` and :data:`DRAW_REWARD` are the defaults.
 
 The original GEM's way of writing a multi-agent env works unchanged (see :class:`MultiAgentEnv`):
 call ``super().__init__()``, set ``possible_agents`` (and optionally ``agent_selector``), implement
@@ -294,11 +297,15 @@ class MultiAgentEnv(Env):
 
     def _forfeit_rewards(self, offenders: Sequence[str]) -> dict[str, float]:
         """Rewards of the other agents when ``offenders`` made format errors (default: loss level)."""
-        return {a: LOSS_REWARD for a in self.agents if a not in offenders}
+        return {a: self.fail_reward for a in self.agents if a not in offenders}
 
     def _truncation_rewards(self) -> dict[str, float]:
         """Rewards when ``max_steps`` cuts the game (default: loss level for everyone)."""
-        return {a: LOSS_REWARD for a in self.agents}
+        return {a: self.fail_reward for a in self.agents}
+
+    def _draw_reward(self) -> float:
+        """A draw: half way between a win and a loss."""
+        return (self.success_reward + self.fail_reward) / 2
 
     def make_scripted_player(self, agent: str) -> "Agent":
         """A strong scripted player for ``agent``'s seat."""
@@ -324,7 +331,7 @@ class MultiAgentEnv(Env):
 
     def _invalid(self, agent: str, text: str) -> None:
         """``agent`` made an illegal (but well-formed) move: invalid-move reward, it moves again."""
-        self._reward(agent, constants.INVALID_ACTION_REWARD)
+        self._reward(agent, self.invalid_action_reward)
         self._note(agent, f"Invalid move: {text} Try again.")
         self._keep_turn = True
 
@@ -444,7 +451,7 @@ class MultiAgentEnv(Env):
             self._note_all(f"The game is over: {names} made a format error.")
             self._end_game(
                 others,
-                winners=[a for a, r in others.items() if r >= WIN_REWARD],
+                winners=[a for a, r in others.items() if r >= self.success_reward],
                 info={"reason": f"format error by {names}"},
             )
         else:

@@ -97,14 +97,18 @@ class KuhnPokerEnv(MultiAgentEnv):
         for agent in self.possible_agents:
             self._retire(
                 agent,
-                chips_to_reward(chips[agent]),
+                self._chips_reward(chips[agent]),
                 success=chips[agent] > 0,
                 info={"chips": chips[agent], "cards": dict(self.cards) if showdown else None},
             )
 
     def _forfeit_rewards(self, offenders: Any) -> dict[str, float]:
         lost = sum(self.committed[o] for o in offenders)  # the offender folds what it put in
-        return {a: chips_to_reward(lost) for a in self.agents if a not in offenders}
+        return {a: self._chips_reward(lost) for a in self.agents if a not in offenders}
+
+    def _chips_reward(self, chips: float) -> float:
+        """:func:`chips_to_reward` on this env's scale (``fail_reward`` .. ``success_reward``)."""
+        return self.fail_reward + (self.success_reward - self.fail_reward) * chips_to_reward(chips)
 
     # ------------------------------------------------------------ what agents see
     def _history_text(self) -> str:

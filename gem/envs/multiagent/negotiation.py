@@ -23,7 +23,7 @@ import re
 from typing import Any, Optional
 
 from gem.agents.base import Agent
-from gem.envs.multiagent.base import LOSS_REWARD, MultiAgentEnv
+from gem.envs.multiagent.base import MultiAgentEnv
 from gem.envs.multiagent.players import Player
 from gem.utils.parsing import extract_last_boxed_answer
 
@@ -145,7 +145,7 @@ class NegotiationEnv(MultiAgentEnv):
         if self.turn >= self.max_turns:
             self._note_all(f"No deal after {self.max_turns} turns: nobody gets anything.")
             self.over = True
-            self._end_game({a: LOSS_REWARD for a in self.agents}, info={"deal": False, "score": 0.0})
+            self._end_game({a: self.fail_reward for a in self.agents}, info={"deal": False, "score": 0.0})
 
     def _deal(self, shares: dict[str, dict[str, int]]) -> None:
         scores = {a: value_of(self.values[a], shares[a]) / TOTAL_VALUE for a in self.possible_agents}
@@ -159,7 +159,7 @@ class NegotiationEnv(MultiAgentEnv):
             other = next(a for a in self.possible_agents if a != agent)
             self._retire(
                 agent,
-                scores[agent],
+                self.fail_reward + (self.success_reward - self.fail_reward) * scores[agent],
                 success=scores[agent] > scores[other],
                 info={"deal": True, "score": scores[agent], "share": shares[agent]},
             )

@@ -69,11 +69,18 @@ class SingleAgentView(Env):
                 make_player(spec, game, agent)  # validate names now, not at the first reset
         self.game = game
         self.learner = learner
+        # A game without chance against scripted players plays the same episode from every seed.
+        self.deterministic = bool(game.deterministic) and all(s == "scripted" for s in self.opponent_specs.values())
         self.max_opponent_moves = max_opponent_moves
         self.players: dict[str, Agent] = {}
         self._obs: dict[str, str] = {}
         self._infos: dict[str, dict[str, Any]] = {}
         self._episode_seed = 0
+
+    def set_reward_levels(self, **levels: float) -> None:
+        """Set the levels on the view and on the game, which pays them."""
+        super().set_reward_levels(**levels)
+        self.game.set_reward_levels(**levels)
 
     # ------------------------------------------------------------------ the API
     def reset(self, seed: Optional[int] = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:

@@ -14,7 +14,7 @@ import functools
 from typing import Any, Optional
 
 from gem.agents.base import Agent
-from gem.envs.multiagent.base import DRAW_REWARD, LOSS_REWARD, WIN_REWARD, MultiAgentEnv
+from gem.envs.multiagent.base import MultiAgentEnv
 from gem.envs.multiagent.players import Player
 from gem.utils.parsing import extract_last_boxed_answer, parse_int
 
@@ -42,6 +42,7 @@ class TicTacToeEnv(MultiAgentEnv):
     """Two agents take turns marking a 3x3 board; three in a line wins."""
 
     name = "Tic-Tac-Toe"
+    deterministic = True  # no chance: the seed changes nothing
 
     def __init__(self, max_steps: int = 30) -> None:
         super().__init__(["player_0", "player_1"], mode="sequential", max_steps=max_steps)
@@ -93,14 +94,14 @@ class TicTacToeEnv(MultiAgentEnv):
             self._note(agent, f"You marked cell {cell} and won.")
             self._note(other, f"{agent} won.")
             self._end_game(
-                {agent: WIN_REWARD, other: LOSS_REWARD}, winners=[agent], info={"outcome": f"{agent} won"}
+                {agent: self.success_reward, other: self.fail_reward}, winners=[agent], info={"outcome": f"{agent} won"}
             )
         elif EMPTY not in self.board:
             self._note_all("The board is full: a draw.")
-            self._end_game({a: DRAW_REWARD for a in self.agents}, info={"outcome": "draw"})
+            self._end_game({a: self._draw_reward() for a in self.agents}, info={"outcome": "draw"})
 
     def _forfeit_rewards(self, offenders: Any) -> dict[str, float]:
-        return {a: WIN_REWARD for a in self.agents if a not in offenders}
+        return {a: self.success_reward for a in self.agents if a not in offenders}
 
     def make_scripted_player(self, agent: str) -> Agent:
         return MinimaxPlayer()

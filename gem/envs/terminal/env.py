@@ -109,6 +109,7 @@ class TerminalEnv(Env):
             raise ValueError(f"time_budget must be positive, got {time_budget!r}.")
         self.pool = self._load_pool(tasks)
         self.fixed_task = self._pick_fixed(task)
+        self.deterministic = self.fixed_task is not None or len(self.pool) == 1  # one task, whatever the seed
         self.max_turns_override = max_turns
         self.time_budget_override = time_budget
         self.command_timeout = float(command_timeout)
@@ -235,7 +236,7 @@ class TerminalEnv(Env):
         if kind == "bash" and isinstance(payload, dict) and payload.get("then_done"):
             obs_end = self._finish(info, truncated=False)
             return (obs + "\n" + obs_end[0],) + obs_end[1:]
-        return self._after_action(obs, 0.0, info)
+        return self._after_action(obs, self.internal_step_reward, info)
 
     def _after_action(self, obs: str, reward: float, info: dict[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self.turns >= self.max_turns or self.time_spent >= self.time_budget:

@@ -227,7 +227,7 @@ class WebshopEnv(Env):
             state.update(page="sub", sub=text)
         elif text == BUY_NOW:
             return self._buy(), True
-        return 0.0, False
+        return self.internal_step_reward, False
 
     def _buy(self) -> float:
         product = self.store.by_asin[self._state["asin"]]
@@ -236,7 +236,7 @@ class WebshopEnv(Env):
         self._state.update(page="done", bought={"asin": product["asin"], "options": options, "reward": reward})
         self._purchase_info = {"reward_parts": parts, "purchased": product["asin"], "options": options,
                                "success": reward >= 1.0, "correct": reward >= 1.0}
-        return reward
+        return self.success_reward * reward  # the purchase's score (0..1) as a share of the success reward
 
     # ------------------------------------------------------------------ pages
     def page(self) -> list[Element]:

@@ -16,12 +16,12 @@ import gem
 from gem.agents import SolverAgent, run_episode
 from gem.core import Env
 from gem.envs.game_env import words
+from tests.conftest import needs_extra
 
 
 def require_word_lists() -> None:
     """Skip the calling test module unless the word-list packages are installed."""
-    pytest.importorskip("wordfreq")
-    pytest.importorskip("english_words")
+    needs_extra("games")  # the word lists (wordfreq, english-words)
 
 
 def assert_format_error(env_id: str, action: str, says: str) -> None:

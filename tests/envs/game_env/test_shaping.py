@@ -6,6 +6,7 @@ import pytest
 
 import gem
 from gem.envs.game_env._shaping import ProgressReward
+from tests.conftest import needs_extra
 
 
 def test_progress_is_paid_once_and_a_win_completes_the_return():
@@ -65,7 +66,7 @@ def test_solver_episodes_return_one_when_won_and_partial_credit_otherwise(game, 
     from gem.agents import SolverAgent, run_episode
 
     if game in ("Wordle", "Hangman", "WordSearch"):
-        pytest.importorskip("wordfreq")  # their word lists come with the games extra
+        needs_extra("games")  # their word lists come with the games extra
     env = gem.make(f"game:{game}-v0-random", dense_reward=dense)
     agent = SolverAgent(env)
     for seed in range(12):

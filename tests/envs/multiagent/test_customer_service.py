@@ -22,6 +22,7 @@ from gem.envs.multiagent.customer_service.env import (
 from gem.envs.multiagent.customer_service.players import ScriptedUser, opening
 from gem.envs.multiagent.customer_service.tools import TOOL_SCHEMAS, invoke
 from tests.envs.webshop._helpers import load_script, loopback_server
+from tests.conftest import needs_extra
 
 TASKS = load_data()["tasks"]
 
@@ -256,7 +257,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
 
 @pytest.fixture()
 def chat_server():
-    pytest.importorskip("openai")
+    needs_extra("eval")  # the OpenAI client
     _ChatHandler.requests = []
     with loopback_server(_ChatHandler) as url:
         yield f"{url}/v1"

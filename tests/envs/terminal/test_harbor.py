@@ -9,6 +9,7 @@ from gem.envs.terminal.bundled import bundled_tasks
 from gem.envs.terminal.env import TerminalEnv
 from gem.envs.terminal.harbor import load_task, load_tasks, write_task
 from gem.errors import ResourceUnavailable
+from tests.conftest import needs_extra
 
 
 def _write(path: Path, text: str, mode: int = 0o644) -> None:
@@ -83,6 +84,7 @@ def test_a_container_task_without_docker_says_so(tmp_path, monkeypatch):
 
 
 def test_the_terminal_bench_layout_loads_as_a_container_task(tmp_path):
+    needs_extra("terminal")  # task.yaml is read with pyyaml
     root = tmp_path / "tb-task"
     _write(root / "task.yaml", "instruction: |\n  Fix the server.\ndifficulty: medium\ncategory: system\n")
     _write(root / "Dockerfile", "FROM python:3.12-slim\n")

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("bm25s")
+from tests.conftest import needs_extra
+
+needs_extra("search")  # the shop's search engine (bm25s)
 
 import gem  # noqa: E402
 from gem.envs.webshop import products as products_mod  # noqa: E402

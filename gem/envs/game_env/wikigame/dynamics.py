@@ -12,7 +12,6 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING, Any
 
-from gem.envs.game_env.wikigame.rewards import WikiGameReward
 from gem.utils.text import preview
 
 if TYPE_CHECKING:
@@ -50,7 +49,7 @@ class WikiGameDynamics(abc.ABC):
         return env._step_result(
             f"At turn {env.turn_count}, you attempted to backtrack to the previous page, but backtracking "
             "is not allowed in this variant of the Wikipedia Game.",
-            WikiGameReward.invalid_action_reward,
+            env.invalid_action_reward,
         )
 
     def handle_dead_end(self, env: "WikiGameEnv", next_page: "WikipediaPage") -> StepTuple:
@@ -59,7 +58,7 @@ class WikiGameDynamics(abc.ABC):
         return env._step_result(
             f"At turn {env.turn_count}, you navigated to the '{next_page.title}' page, which is a dead-end "
             "page with no neighboring pages. The game is over.",
-            WikiGameReward.fail_reward,
+            env.fail_reward,
             terminated=True,
         )
 
@@ -107,17 +106,17 @@ class OneBackDynamics(WikiGameDynamics):
         if len(env.page_history) < 2:
             text = (f"At turn {env.turn_count}, you attempted to backtrack to the previous page, but there "
                     "is no previous page to return to.")
-            return env._step_result(text, WikiGameReward.invalid_action_reward)
+            return env._step_result(text, env.invalid_action_reward)
         if env.backtracked and not self.allow_repeat_backtrack:
             text = (f"At turn {env.turn_count}, you attempted to backtrack again, but you may not "
                     "backtrack twice in a row.")
-            return env._step_result(text, WikiGameReward.invalid_action_reward)
+            return env._step_result(text, env.invalid_action_reward)
         env.page_history.pop()
         env.current_page = env.page_history[-1]
         env.backtracked = True
         text = (f"At turn {env.turn_count}, you backtracked to the previous page '{env.current_page.title}'. "
                 f"Here is a summary of the page:\n{env._page_summary(env.current_page)}...\n")
-        return env._step_result(text, WikiGameReward.internal_step_reward)
+        return env._step_result(text, env.internal_step_reward)
 
     def handle_dead_end(self, env: "WikiGameEnv", next_page: "WikipediaPage") -> StepTuple:
         env.backtracked = True
@@ -125,7 +124,7 @@ class OneBackDynamics(WikiGameDynamics):
         text = (f"At turn {env.turn_count - 1}, you reached the dead-end page '{next_page.title}' with no "
                 f"neighboring pages and were sent back to '{env.current_page.title}' at the cost of an extra "
                 f"turn; you are now at turn {env.turn_count}.")
-        return env._step_result(text, 2 * WikiGameReward.internal_step_reward)
+        return env._step_result(text, 2 * env.internal_step_reward)
 
 
 class FreeNavDynamics(OneBackDynamics):

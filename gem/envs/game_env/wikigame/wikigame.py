@@ -46,6 +46,11 @@ class WikiGameEnv(Env):
     VALID_BACKENDS = BACKENDS
     VALID_SUMMARY_UNITS = list(SUMMARY_UNITS)
     VALID_VARIANTS = VARIANTS
+    # The game's own reward levels (class defaults; settable per instance like every env's).
+    success_reward = WikiGameReward.success_reward
+    fail_reward = WikiGameReward.fail_reward
+    internal_step_reward = WikiGameReward.internal_step_reward
+    invalid_action_reward = WikiGameReward.invalid_action_reward
     format_error_reward = WikiGameReward.format_error_reward
 
     def __init__(
@@ -179,7 +184,7 @@ class WikiGameEnv(Env):
         if not terminated and self.turn_count >= self.max_turns:
             text += (f"\nAt turn {self.turn_count}, you have reached the maximum number of turns without "
                      f"reaching the target page '{self.target_page.title}'.")
-            return self._result(text, WikiGameReward.fail_reward, False, True, self._info(False))
+            return self._result(text, self.fail_reward, False, True, self._info(False))
         return self._result(text, reward, terminated, False, self._info(False))
 
     def _info(self, success: bool) -> dict[str, Any]:
@@ -193,12 +198,12 @@ class WikiGameEnv(Env):
         if not title or len(title) > MAX_TITLE_CHARS:
             text = (f"At turn {self.turn_count}, you did not provide a valid page title; enter one neighboring "
                     "page's exact title in \\boxed{}.")
-            return self._step_result(text, WikiGameReward.format_error_reward)
+            return self._step_result(text, self.format_error_reward)
         if title == PREV_PAGE:
             return self.dynamics.handle_backtrack(self)
         if title not in self.dynamics.valid_pages(self.current_page):
             text = self.dynamics.construct_invalid_obs(self.turn_count, self.current_page, title)
-            return self._step_result(text, WikiGameReward.invalid_action_reward)
+            return self._step_result(text, self.invalid_action_reward)
         next_page = self.trawler.get_page(title)
         if next_page is None:
             raise BackendFailureException(f"The {self.backend} backend could not load the page {title!r}.")
@@ -207,7 +212,7 @@ class WikiGameEnv(Env):
             self.page_history.append(next_page)
             self.backtracked = False
             text = f"Congratulations! You have reached the target page '{self.target_page.title}' in {self.turn_count} turns."
-            return self._result(text, WikiGameReward.success_reward, True, False, self._info(True))
+            return self._result(text, self.success_reward, True, False, self._info(True))
         if not self.dynamics.valid_pages(next_page):
             return self.dynamics.handle_dead_end(self, next_page)
         self.current_page = next_page
@@ -216,7 +221,7 @@ class WikiGameEnv(Env):
         text = (f"At turn {self.turn_count}, you navigated to the '{next_page.title}' page. "
                 f"Here is a summary of the page:\n{self._page_summary(next_page)}...\n"
                 f"This page has the following neighboring pages: {self._neighbors_text(next_page)}\n")
-        return self._step_result(text, WikiGameReward.internal_step_reward)
+        return self._step_result(text, self.internal_step_reward)
 
     # ------------------------------------------------------------------ helpers
     def sample_random_action(self) -> str:

@@ -239,14 +239,19 @@ class CustomerServiceEnv(MultiAgentEnv):
         self._give_turn(ASSISTANT)
 
     def _truncation_rewards(self) -> dict[str, float]:
-        reward = self.calculate_reward()
+        reward = self._paid(self.calculate_reward())
         return {a: reward for a in self.agents}
 
+    def _paid(self, score: float) -> float:
+        """The env's reward for a task score (1 solved, 0 not): its success or fail level."""
+        return self.success_reward if score >= 1.0 else self.fail_reward
+
     def _finish(self, reason: str) -> None:
-        reward = self.calculate_reward()
+        score = self.calculate_reward()
+        reward = self._paid(score)
         self._note_all(f"The conversation is over: {reason}.")
-        self._end_game({a: reward for a in self.agents}, winners=list(self.agents) if reward >= 1.0 else [],
-                       info={"reason": reason, "task_reward": reward})
+        self._end_game({a: reward for a in self.agents}, winners=list(self.agents) if score >= 1.0 else [],
+                       info={"reason": reason, "task_reward": score})
 
     # ------------------------------------------------------------------ reward
     def expected_data(self) -> dict[str, Any]:
