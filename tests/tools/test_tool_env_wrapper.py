@@ -9,7 +9,7 @@ import pytest
 
 import gem
 from gem.core import EPISODE_OVER_OBSERVATION, strict_step
-from gem.errors import GemError, ResetNeeded, StepAfterEndWarning
+from gem.errors import GemError, InfrastructureError, ResetNeeded, StepAfterEndWarning
 from gem.tools.tool_env_wrapper import (
     DEFAULT_MAX_TURNS_UNLIMITED_TOOLS,
     TOOL_LIMIT_NOTICE,
@@ -124,11 +124,16 @@ def test_unlimited_tools_get_a_default_turn_cap():
     assert steps == DEFAULT_MAX_TURNS_UNLIMITED_TOOLS
 
 
-def test_a_raising_tool_is_a_failed_call():
+def test_a_raising_tool_is_a_failed_call(monkeypatch):
     env = wrap(tools=[BrokenTool], tool_execute_error_reward=-0.5)
+    env.reset(seed=0)
+    with pytest.raises(InfrastructureError, match="tool:boom failed: RuntimeError: the tool exploded"):
+        env.step("<boom>")  # strict mode (GEM's own tests): a tool crashing is fatal
+    monkeypatch.delenv("GEM_STRICT_INFRA", raising=False)
     env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step("<boom>")
     assert "the tool exploded" in obs and reward == -0.5 and info["tool_error"] and not terminated
+    assert info["infra_error"] == {"component": "tool:boom", "type": "RuntimeError", "message": "the tool exploded"}
 
 
 def test_step_before_reset_raises():
