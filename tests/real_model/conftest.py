@@ -72,7 +72,8 @@ class LlamaServer:
             return ""
 
 
-def _get_json(url: str, timeout: float) -> Any:
+def get_json(url: str, timeout: float) -> Any:
+    """GET ``url`` and decode its JSON body."""
     with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 -- loopback only
         return json.loads(response.read())
 
@@ -144,7 +145,7 @@ def llama_server(
                     f"/v1/models:\n{server.log_tail()}"
                 )
             try:
-                models = _get_json(f"{server.base_url}/models", timeout=2.0)
+                models = get_json(f"{server.base_url}/models", timeout=2.0)
                 if model_name in [m.get("id") for m in models.get("data", [])]:
                     break
             except (urllib.error.URLError, OSError, ValueError):
