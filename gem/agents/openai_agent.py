@@ -131,11 +131,9 @@ class OpenAIAgent(Agent):
         try:
             import openai  # noqa: F401
         except ImportError as exc:
-            from gem.errors import DependencyNotInstalled
+            from gem.errors import missing_extra
 
-            raise DependencyNotInstalled(
-                "OpenAIAgent needs the openai SDK: pip install 'gem-llm[eval]'."
-            ) from exc
+            raise missing_extra("OpenAIAgent", "eval", "openai") from exc
         self.model = model
         self.base_url = base_url
         self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"

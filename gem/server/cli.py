@@ -67,7 +67,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from gem.errors import DependencyNotInstalled
+    from gem.errors import missing_extra
 
     if args.token is not None:
         raise ValueError(
@@ -80,7 +80,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from gem.server.app import create_app
         from gem.server.limits import uvicorn_config
     except ImportError as exc:
-        raise DependencyNotInstalled("gem serve needs FastAPI and uvicorn: pip install 'gem-llm[server]'.") from exc
+        raise missing_extra("gem serve", "server", exc.name or "fastapi/uvicorn") from exc
     tokens = read_secret(TOKEN_ENV_VAR, args.token_file)
     scrub_environ(TOKEN_ENV_VAR)
     if not tokens and not is_loopback(args.host):

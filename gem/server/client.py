@@ -14,7 +14,7 @@ import os
 from typing import Any, Optional
 
 from gem.core import Env, StepResult
-from gem.errors import DependencyNotInstalled, GemError, ResetNeeded, ResourceUnavailable, UnknownEnvError
+from gem.errors import GemError, ResetNeeded, ResourceUnavailable, UnknownEnvError, missing_extra
 from gem.server.protocol import DEFAULT_CLIENT_TIMEOUT, TOKEN_ENV_VAR
 
 logger = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ class RemoteEnv(Env):
         try:
             import httpx
         except ImportError as exc:
-            raise DependencyNotInstalled("RemoteEnv needs httpx: pip install 'gem-llm[server]'.") from exc
+            raise missing_extra("RemoteEnv", "server", "httpx") from exc
         self._httpx = httpx
         self.url = url.rstrip("/")
         self.remote_id = env_id
@@ -104,7 +104,7 @@ class RemoteEnv(Env):
             from websockets.exceptions import WebSocketException
             from websockets.sync.client import connect
         except ImportError as exc:
-            raise DependencyNotInstalled("transport='websocket' needs websockets: pip install websockets.") from exc
+            raise missing_extra("transport='websocket'", "server", "websockets") from exc
         try:
             if self._ws is None:
                 ws_url = "ws" + self.url[len("http"):] + "/ws"

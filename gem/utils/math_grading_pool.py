@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
-from gem.errors import DependencyNotInstalled
+from gem.errors import missing_extra
 from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.math_answers import braces_balanced, fast_verdict, is_huge_power
 
@@ -282,9 +282,7 @@ class MathGrader:
             try:
                 import math_verify  # noqa: F401  (fail here, with the fix, not in a worker)
             except ImportError as exc:
-                raise DependencyNotInstalled(
-                    "Math grading needs math-verify: pip install 'gem-llm[math]' (or pip install math-verify)."
-                ) from exc
+                raise missing_extra("Math grading", "math", "math-verify") from exc
             self._stop_locked()
             self._zygote = _Zygote()
             missing = self.workers

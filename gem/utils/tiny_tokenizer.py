@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from gem.errors import DependencyNotInstalled
+from gem.errors import missing_extra
 
 logger = logging.getLogger(__name__)
 
@@ -82,9 +82,7 @@ def _require() -> tuple[Any, Any]:
         import tokenizers
         import transformers
     except ImportError as exc:
-        raise DependencyNotInstalled(
-            "The tiny tokenizer needs transformers and tokenizers: pip install 'gem-llm[rl]'."
-        ) from exc
+        raise missing_extra("The tiny tokenizer", "rl", "transformers and tokenizers") from exc
     return tokenizers, transformers
 
 

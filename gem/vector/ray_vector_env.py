@@ -25,7 +25,7 @@ import os
 from typing import Any, Callable, Optional, Sequence, Union
 
 from gem.core import Env
-from gem.errors import DependencyNotInstalled, VectorEnvError
+from gem.errors import VectorEnvError, missing_extra
 from gem.vector.sharded_vector_env import START_TIMEOUT_SECONDS, EnvGroup, ShardedVectorEnv, WorkerDied
 from gem.vector.vector_env import AutoresetMode
 
@@ -36,9 +36,7 @@ def _import_ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise DependencyNotInstalled(
-            "backend='ray' needs Ray: pip install 'gem-llm[ray]' (or pip install ray)."
-        ) from exc
+        raise missing_extra("backend='ray'", "ray", "ray") from exc
     return ray
 
 

@@ -19,7 +19,7 @@ import logging
 import threading
 from typing import Literal
 
-from gem.errors import DependencyNotInstalled
+from gem.errors import missing_extra
 
 logger = logging.getLogger(__name__)
 
@@ -49,10 +49,7 @@ def _import_sources():  # type: ignore[no-untyped-def]
         import wordfreq
         from english_words import get_english_words_set
     except ImportError as exc:
-        raise DependencyNotInstalled(
-            "The word games need the word-list packages 'wordfreq' and 'english-words': "
-            "pip install 'gem-llm[games]'"
-        ) from exc
+        raise missing_extra("The word games", "games", "wordfreq and english-words") from exc
     return wordfreq, get_english_words_set
 
 

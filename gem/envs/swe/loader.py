@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 from gem.envs.swe.task import SweTask
-from gem.errors import DependencyNotInstalled, ResourceUnavailable
+from gem.errors import ResourceUnavailable, missing_extra
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def read_rows(source: str, split: str = "test") -> list[dict[str, Any]]:
     try:
         import datasets
     except ImportError as exc:
-        raise DependencyNotInstalled("Loading SWE instances from the hub needs `pip install datasets`.") from exc
+        raise missing_extra("Loading SWE instances from the hub", "swe", "datasets") from exc
     try:
         return [dict(r) for r in datasets.load_dataset(source, split=split)]
     except Exception as exc:  # network, unknown dataset

@@ -46,9 +46,9 @@ def _toml(path: Path) -> dict[str, Any]:
         try:
             import tomli as tomllib  # type: ignore[no-redef]
         except ImportError as exc:
-            from gem.errors import DependencyNotInstalled
+            from gem.errors import missing_extra
 
-            raise DependencyNotInstalled("Reading task.toml on Python 3.10 needs `pip install tomli`.") from exc
+            raise missing_extra("Reading task.toml on Python 3.10", "terminal", "tomli") from exc
     return tomllib.loads(path.read_text(encoding="utf-8"))
 
 
