@@ -12,6 +12,7 @@ from gem.tools.tool_env_wrapper import ToolEnvWrapper
 from gem.wrappers.episode_tracking_wrapper import EpisodeTrackingWrapper
 from gem.wrappers.observation_wrapper import ObservationWrapper
 from gem.wrappers.wrapper_factory import WRAPPER_FACTORY, get_wrapper_fns
+from tests.conftest import needs_extra
 from tests.wrappers.test_observation_wrapper import ScriptedTokenizer
 
 GEM_NAMES = {
@@ -81,6 +82,7 @@ def test_python_tool_preset_builds_one_tool_per_env():
 
 
 def test_search_tool_preset_builds_one_tool_per_env():
+    needs_extra("search")  # SearchTool needs requests
     fn = WRAPPER_FACTORY["search_tool"]
     a, b = fn(gem.make("game:GuessTheNumber-v0")), fn(gem.make("game:GuessTheNumber-v0"))
     assert a.tools[0] is not b.tools[0] and a.tools[0].topk == 3 and a.tool_reward == 0.3
