@@ -71,6 +71,16 @@ def test_refusals_name_the_valid_range():
         check_kwargs(sokoban, {"dim_room": [7, 7, 7]})
 
 
+@pytest.mark.parametrize("level", gem.core.REWARD_LEVELS)
+def test_a_client_cannot_set_the_reward_levels(level):
+    """Reward levels are kwargs of every id (for the trainer's own process), never a client's to set:
+    a client that could raise success_reward or zero the penalties would decide its own reward."""
+    for env_id in ("game:GuessTheNumber-v0", "math:Arithmetic", "code:Bundled"):
+        spec = gem.envs.registration.spec(env_id)
+        with pytest.raises(KwargsError, match=f"a client may not set {level!r}"):
+            check_kwargs(spec, {level: 100.0})
+
+
 def test_undeclared_envs_take_no_kwargs_unless_allowed():
     class Plain(gem.Env):
         def __init__(self, size: int = 3, name: str = "x", table: object = None):
