@@ -43,9 +43,14 @@ class SingleTurnEnv(Env):
     answer_format: str = "\\boxed{...}"
     # Attributes shared (not copied) by spawn(same_state=True) and get_state(): big and read-only.
     _shared: tuple[str, ...] = ("_rows",)
-    ungraded_reward: float = UNGRADED_REWARD
     use_format_error_reward: bool = False
     max_episode_steps = 1  # one answer ends the episode
+
+    @property
+    def ungraded_reward(self) -> float:
+        """What an answer that could not be graded pays: the same as a wrong one (``fail_reward``,
+        also when a spec sets it), so a policy gains nothing by making the grader fail."""
+        return self.fail_reward
 
     def __init__(self, eval: bool = False, use_format_error_reward: Optional[bool] = None) -> None:  # noqa: A002
         self.eval = bool(eval)

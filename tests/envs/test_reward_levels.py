@@ -128,3 +128,34 @@ def test_wikigame_pays_its_own_levels_by_default_and_takes_overrides():
     env = gem.make("game:WikiGame-v0-easy", format_error_reward=-3.0)
     env.reset(seed=0)
     assert env.step("no box")[1] == -3.0
+
+
+def test_an_ungraded_answer_pays_what_a_wrong_one_pays_at_any_levels(monkeypatch):
+    """With fail_reward=-1 a grader failure must not pay more than a wrong answer (it would be farmed)."""
+    from gem.utils import math_grader
+
+    monkeypatch.delenv("GEM_STRICT_INFRA", raising=False)
+    env = gem.make("math:Arithmetic", fail_reward=-1.0)
+    env.reset(seed=0)
+    _, wrong, *_ = env.step(f"\\boxed{{{env.unwrapped.answer}1}}")
+
+    def crash(self, pred, gold, timeout=None):
+        raise MemoryError("grader crashed")
+
+    monkeypatch.setattr(math_grader.MathGrader, "judge", crash)
+    env.reset(seed=0)
+    _, ungraded, _, _, info = env.step(f"\\boxed{{{env.unwrapped.answer}}}")
+    assert info["correct"] is None and info["grading"] == "error"
+    assert ungraded == wrong == -1.0
+
+
+def test_an_invalid_last_guess_never_pays_more_than_a_wrong_one():
+    env = gem.make("game:GuessTheNumber-v0-easy", fail_reward=-1.0, invalid_action_reward=0.0, closeness_reward=False)
+    env.reset(seed=0)
+    game = env.unwrapped
+    wrong = [n for n in range(game.min_number, game.max_number + 1) if n != game.target]
+    for guess in wrong[: game.max_turns - 1]:
+        _, _, terminated, _, _ = env.step(f"\\boxed{{{guess}}}")
+        assert not terminated
+    _, last, _, truncated, _ = env.step("\\boxed{999}")  # out of range on the last turn
+    assert truncated and last == -1.0

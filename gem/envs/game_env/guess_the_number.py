@@ -101,7 +101,8 @@ class GuessTheNumberEnv(Env):
             hint = "lower" if guess > self.target else "higher"
             feedback = f"At turn {turn}, you guessed {guess}, and the target number is {hint} than {guess}."
         if turn >= self.max_turns:
-            reward = self.fail_reward if valid else self.invalid_action_reward
+            # an invalid last guess never pays more than a wrong one, whatever levels a spec sets
+            reward = self.fail_reward if valid else min(self.fail_reward, self.invalid_action_reward)
             if valid and self.closeness_reward:
                 closeness = 1.0 - abs(guess - self.target) / (self.max_number - self.min_number)
                 reward = self.fail_reward + (self.success_reward - self.fail_reward) * closeness
