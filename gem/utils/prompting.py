@@ -27,14 +27,16 @@ def user_content(observation: str, info: Optional[Mapping[str, Any]] = None) -> 
     """``info["prefix"]``, ``observation`` and ``info["suffix"]`` as one user message.
 
     Parts are separated by a blank line; a part already in the observation (an env or wrapper that
-    put the instruction in the text itself) is not repeated.
+    put the instruction in the text itself, a history rendered with a chat template) is not repeated.
     """
     text = "" if observation is None else str(observation)
     info = info or {}
     prefix = str(info.get("prefix") or "")
     suffix = str(info.get("suffix") or "")
-    if prefix and not text.startswith(prefix):
+    # Already in the text (an env or wrapper put it there; a chat-rendered history holds it inside
+    # its user turns): never again, above all not after the template's assistant header.
+    if prefix and prefix.strip() not in text:
         text = _join(prefix, text)
-    if suffix and not text.rstrip().endswith(suffix.strip()):
+    if suffix and suffix.strip() not in text:
         text = _join(text, suffix)
     return text
