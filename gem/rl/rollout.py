@@ -116,10 +116,11 @@ def collect_episodes(
     obs, infos = vec_env.reset(seed=list(seeds) if seeds is not None else None)
     episodes = [Episode(i, vec_env.env_ids[i], groups[i]) for i in range(n)]
     # The bookkeeping every GEM loop shares (success, truncation, tool bonus, infra failures).
+    levels = _success_rewards(vec_env)
     books = [
         EpisodeRecorder(
             env_id=vec_env.env_ids[i], seed=None if seeds is None else seeds[i], max_steps=max_turns,
-            record=False, success_reward=_success_reward(vec_env, i),
+            record=False, success_reward=levels[i],
         )
         for i in range(n)
     ]
@@ -161,13 +162,13 @@ def collect_episodes(
     return episodes
 
 
-def _success_reward(vec_env: Any, index: int) -> Optional[float]:
-    """The success level of env ``index`` when the vector env can tell (else the default)."""
+def _success_rewards(vec_env: Any) -> list[Optional[float]]:
+    """Each env's success level, in one ``get_attr`` call (``None``: the default, when the vector
+    env cannot tell)."""
     try:
-        levels = vec_env.get_attr("success_reward")
-        return float(levels[index])
+        return [float(level) for level in vec_env.get_attr("success_reward")]
     except Exception:  # noqa: BLE001 -- backends without get_attr, or envs without the attribute
-        return None
+        return [None] * vec_env.num_envs
 
 
 def assign_advantages(
