@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 from collections import deque
 from typing import Any, NamedTuple, Optional
 
@@ -39,7 +40,6 @@ from gem.utils.prompting import user_content
 
 logger = logging.getLogger(__name__)
 
-_MARK = "\x00gem-assistant-turn\x00"
 
 
 def maybe_add_new_line(text: str) -> str:
@@ -143,12 +143,14 @@ class ObservationWrapper(EnvWrapper):
 
     def _appended_text(self, previous: Turn, action: str, turn: Turn) -> str:
         """The action as written, then the template's text that closes its turn and opens the next ones."""
-        rendered = self._template([self._message(previous), {"role": "assistant", "content": _MARK}, self._message(turn)])
-        at = rendered.find(_MARK)
+        # A mark no text of the episode can hold (tool output is the policy's to shape): a fresh nonce.
+        mark = f"\x00gem-assistant-turn-{secrets.token_hex(8)}\x00"
+        rendered = self._template([self._message(previous), {"role": "assistant", "content": mark}, self._message(turn)])
+        at = rendered.find(mark)
         if at < 0:  # a template that drops assistant text: fall back to plain lines
             logger.warning("The chat template does not render assistant content; appending plain text.")
             return maybe_add_new_line(action) + maybe_add_new_line(turn.content)
-        return action + rendered[at + len(_MARK):]
+        return action + rendered[at + len(mark):]
 
     def observation(self, info: dict[str, Any]) -> str:
         """The text the agent sees now."""
