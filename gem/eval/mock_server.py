@@ -23,10 +23,12 @@ every observation the conversation holds, so later requests of the episode narro
 
 Failures for tests: ``fail_seeds`` (a 500 for every request of an episode identified as one of
 those seeds) and ``fail_first`` (the first N requests get a 503, to exercise client retries).
-``requests_log`` keeps every request's headers and body, so tests can check what a client sent.
+``requests_log`` keeps the headers and body of the last ``REQUEST_LOG_SIZE`` requests, so tests can
+check what a client sent (bounded: a long-running mock must not grow without end).
 """
 
 # No ``from __future__ import annotations``: FastAPI must see the real ``Request`` annotation.
+import collections
 import itertools
 import logging
 import socket
@@ -45,6 +47,7 @@ MODELS = ("solver", "random", "script", "echo")
 DEFAULT_WRAPPER_SETS = ("", "python_tool")
 INDEX_CHUNK = 64  # seeds indexed at a time
 DEFAULT_MAX_SEED = 4096
+REQUEST_LOG_SIZE = 1000  # requests_log keeps this many (the newest)
 
 
 def _tokens(text: str) -> int:
@@ -271,7 +274,7 @@ def create_app(
 
     app = FastAPI(title="gem mock OpenAI server")
     counter = itertools.count()
-    state: dict[str, Any] = {"requests": 0, "log": []}
+    state: dict[str, Any] = {"requests": 0, "log": collections.deque(maxlen=REQUEST_LOG_SIZE)}
     app.state.stats = state
     replies = list(script or [])
     index = EpisodeIndex(env_ids, wrapper_sets, env_kwargs, max_seed) if env_ids else None

@@ -385,3 +385,17 @@ def test_requests_carry_no_episode_and_time_only_themselves() -> None:
     assert set(json.loads(request.content)) == {"model", "messages"}
     # The limit covers connecting, sending and reading; waiting for a pooled connection is not counted.
     assert request.extensions["timeout"] == {"connect": 7.0, "read": 7.0, "write": 7.0, "pool": None}
+
+
+def test_the_mock_servers_request_log_is_bounded(monkeypatch) -> None:
+    from fastapi.testclient import TestClient
+
+    from gem.eval import mock_server
+
+    monkeypatch.setattr(mock_server, "REQUEST_LOG_SIZE", 3)
+    client = TestClient(mock_server.create_app())
+    for i in range(5):
+        body = {"model": "echo", "messages": [{"role": "user", "content": f"hello {i}"}]}
+        assert client.post("/v1/chat/completions", json=body).status_code == 200
+    log = client.app.state.stats["log"]
+    assert [entry["body"]["messages"][0]["content"] for entry in log] == ["hello 2", "hello 3", "hello 4"]
