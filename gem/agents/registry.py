@@ -55,6 +55,8 @@ AGENTS: dict[str, AgentSpec] = {
         AgentSpec("human", _human, "a person at the terminal (gem play)"),
     )
 }
+# The agents that play without a person (gem eval, gem run).
+UNATTENDED: tuple[str, ...] = tuple(name for name in AGENTS if name != "human")
 
 
 def _implements(env: Any, method: str) -> bool:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from gem.agents.openai_agent import TOOL_CALLING
+from gem.agents.registry import UNATTENDED as AGENTS  # the agents of the one table that need no person
+
 EPISODES_FILE = "episodes.jsonl"
 SUMMARY_FILE = "summary.json"
 CONFIG_FILE = "run.json"
-# The agents of the one table (gem.agents.AGENTS) that run without a person.
-AGENTS = ("openai", "random", "solver")
-TOOL_CALLING = ("text", "native")
 DEFAULT_MAX_TURNS = 100
 # Settings that must match when a run is resumed (the episodes would not be comparable otherwise).
 RESUME_KEYS = ("agent", "model", "wrappers", "seed", "repeats", "system_prompt", "max_turns", "tool_calling")
