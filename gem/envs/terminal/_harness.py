@@ -15,16 +15,57 @@ Trust boundary, in order:
   own; the agent's programs are started by the checks as subprocesses, which cannot reach the
   checker's memory or descriptors. After each test everything left running is killed;
 * verdicts stream out one line per test, so a harness killed half-way (the agent's program can
-  signal it) yields the verdicts so far; the rest count as failed on the host side.
+  signal it) yields the verdicts so far; the rest count as failed on the host side;
+* checks import nothing from a place the agent's programs can write: before any workspace is
+  unpacked, the run's directory, the temporary directories and any relative entry leave ``sys.path`` (the
+  sandbox starts Python isolated: no ``PYTHONPATH``, no user site);
+* the task's starting files (the pristine inputs) arrive separately from the workspace and stay
+  in this process's memory: checks read them with ``original(path)``, and before any test runs,
+  every input the task does not declare mutable must be in the workspace unchanged (content,
+  type and mode), or every test fails.
+
+Run as ``python3 -I gem_runner.py --harbor TESTS_DIR LOGS_DIR`` in a workspace (an exported
+Harbor task's ``tests/test.sh`` does), the same code grades that workspace and writes Harbor's
+``reward.txt`` and ``reward.json``.
 """
 
-import json as _gem_json
-import os as _gem_os
-import select as _gem_select
-import subprocess as _gem_subprocess
 import sys as _gem_sys
-import time as _gem_time
-import traceback as _gem_traceback
+import os as _gem_os
+
+
+def _gem_isolate_imports() -> None:
+    """Keep on ``sys.path`` only absolute entries outside every directory the agent's programs
+    can write (this run's directory, HOME, the temporary directories)."""
+    unsafe = [_gem_os.getcwd(), "/tmp", "/var/tmp", "/dev/shm", _gem_os.environ.get("HOME"),
+              _gem_os.environ.get("TMPDIR")]
+    roots = {_gem_os.path.realpath(p).rstrip("/") for p in unsafe if p}
+    roots.discard("")
+    keep = []
+    for entry in _gem_sys.path:
+        if not entry or not _gem_os.path.isabs(entry):
+            continue
+        real = _gem_os.path.realpath(entry)
+        if any(real == r or real.startswith(r + "/") for r in roots):
+            continue
+        keep.append(entry)
+    _gem_sys.path[:] = keep
+    _gem_sys.path_importer_cache.clear()
+    _gem_sys.dont_write_bytecode = True
+
+
+_gem_isolate_imports()
+
+import base64  # noqa: E402
+import io as _gem_io  # noqa: E402
+import json as _gem_json  # noqa: E402
+import select as _gem_select  # noqa: E402
+import subprocess as _gem_subprocess  # noqa: E402
+import tarfile as _gem_tarfile  # noqa: E402
+import time as _gem_time  # noqa: E402
+import traceback as _gem_traceback  # noqa: E402
+
+_GEM_FIXED_PATH = "/usr/local/bin:/usr/bin:/bin"
+_gem_pristine: dict = {}  # the task's starting files: path -> (bytes, mode); filled before any test
 
 
 class _GemCheckFailure(AssertionError):
@@ -45,7 +86,7 @@ def _gem_helpers(ws: str, default_timeout: float) -> dict:
 
     def sh(command: str, input=None, timeout: float = default_timeout, cwd: str = ".", env=None):
         """Run ``command`` in bash in the workspace; a CompletedProcess with text output."""
-        environ = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": ws,
+        environ = {"PATH": _GEM_FIXED_PATH, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": ws,
                    "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": scratch}
         environ.update(env or {})
         try:
@@ -92,6 +133,19 @@ def _gem_helpers(ws: str, default_timeout: float) -> dict:
             raise _GemCheckFailure(f"{path} is not a directory")
         return sorted(_gem_os.listdir(full))
 
+    def original_bytes(path: str) -> bytes:
+        """A starting file of the task as the task defines it (never the agent's copy)."""
+        key = _gem_os.path.normpath(path).lstrip("/")
+        if key not in _gem_pristine:
+            raise _GemCheckFailure(f"{path} is not one of the task's starting files")
+        return _gem_pristine[key][0]
+
+    def original(path: str) -> str:
+        return original_bytes(path).decode("utf-8", "replace")
+
+    def original_lines(path: str) -> list:
+        return original(path).splitlines()
+
     def raises(exc_type, fn, *args, **kwargs):
         try:
             fn(*args, **kwargs)
@@ -101,6 +155,7 @@ def _gem_helpers(ws: str, default_timeout: float) -> dict:
 
     return {"WS": ws, "sh": sh, "read": read, "read_bytes": read_bytes, "lines": lines, "exists": exists,
             "is_file": is_file, "is_dir": is_dir, "mode": mode, "listdir": listdir, "raises": raises,
+            "original": original, "original_bytes": original_bytes, "original_lines": original_lines,
             "os": _gem_os, "json": _gem_json, "__name__": "gem_checks"}
 
 
@@ -186,8 +241,13 @@ def _gem_run_script(header: dict, ws: str) -> dict:
     logs = _gem_os.path.join(home, "logs", "verifier")
     _gem_os.makedirs(logs, exist_ok=True)
     _gem_extract(base64.b64decode(header["tests_tar"]), tests_dir)
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": ws, "TEST_DIR": tests_dir,
-           "REWARD_FILE": _gem_os.path.join(logs, "reward.txt"), "LOGS_DIR": logs, "WORKSPACE": ws}
+    verifier_home = _gem_os.path.join(home, "verifier-home")
+    _gem_os.makedirs(verifier_home, exist_ok=True)
+    # A fixed PATH without the workspace; Python started from the script imports nothing from the
+    # workspace (no cwd or script directory on its path, no user site, no PYTHONPATH).
+    env = {"PATH": _GEM_FIXED_PATH, "LANG": "C.UTF-8", "HOME": verifier_home, "TEST_DIR": tests_dir,
+           "REWARD_FILE": _gem_os.path.join(logs, "reward.txt"), "LOGS_DIR": logs, "WORKSPACE": ws,
+           "PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     proc = _gem_subprocess.run(["bash", _gem_os.path.join(tests_dir, "test.sh")], cwd=ws, env=env,
                                capture_output=True, text=True, errors="replace")
     score = None
@@ -263,33 +323,49 @@ def _gem_wait(pid: int, read_fd: int, timeout: float) -> dict:
             "detail": str(result.get("detail", ""))[:800]}
 
 
-def _gem_harness_main() -> None:
-    try:
-        import ctypes
+def _gem_load_pristine(data: bytes) -> None:
+    """Keep the task's starting files (a tar) in memory, for ``original()`` and the input check."""
+    _gem_pristine.clear()
+    if not data:
+        return
+    with _gem_tarfile.open(fileobj=_gem_io.BytesIO(data), mode="r:") as tar:
+        for member in tar:
+            if member.isfile():
+                fh = tar.extractfile(member)
+                key = _gem_os.path.normpath(member.name).lstrip("/")
+                _gem_pristine[key] = (fh.read() if fh is not None else b"", member.mode & 0o777)
 
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
-    except (OSError, AttributeError):
-        pass
-    data = _gem_sys.stdin.buffer.read()
-    null = _gem_os.open(_gem_os.devnull, _gem_os.O_RDWR)
-    _gem_os.dup2(null, 0)
-    hlen = int.from_bytes(data[:8], "little")
-    header = _gem_json.loads(data[8:8 + hlen])
-    tlen = int.from_bytes(data[8 + hlen:16 + hlen], "little")
-    tar = data[16 + hlen:16 + hlen + tlen]
-    nonce = data[16 + hlen + tlen:].decode("ascii").strip()
-    del data
-    # The verdict channel: this process's private copy of stdout. Everything started from here
-    # gets /dev/null as fds 1 and 2.
-    _gem_sys.stdout.flush()
-    channel = _gem_os.dup(1)
-    _gem_os.dup2(null, 1)
-    _gem_os.dup2(null, 2)
-    _gem_os.close(null)
 
-    def emit(record: dict) -> None:
-        line = (nonce + " " + _gem_json.dumps(record) + "\n").encode("utf-8", "replace")
-        _gem_os.write(channel, line)
+def _gem_changed_inputs(workspace_tar: bytes, protected: list) -> list:
+    """What happened to each protected starting file that is not in the workspace as it was."""
+    wanted = {_gem_os.path.normpath(p).lstrip("/") for p in protected}
+    found = {}
+    with _gem_tarfile.open(fileobj=_gem_io.BytesIO(workspace_tar), mode="r:") as tar:
+        for member in tar:
+            key = _gem_os.path.normpath(member.name).lstrip("/")
+            if key in wanted:
+                fh = tar.extractfile(member) if member.isfile() else None
+                found[key] = (member, fh.read() if fh is not None else None)
+    problems = []
+    for path in sorted(wanted):
+        if path not in _gem_pristine:
+            continue
+        data, mode = _gem_pristine[path]
+        if path not in found:
+            problems.append(f"{path} was removed")
+            continue
+        member, got = found[path]
+        if not member.isfile():
+            problems.append(f"{path} is no longer a regular file")
+        elif got != data:
+            problems.append(f"{path} was changed")
+        elif member.mode & 0o777 != mode:
+            problems.append(f"{path}'s mode changed from {oct(mode)} to {oct(member.mode & 0o777)}")
+    return problems
+
+
+def _gem_grade(header: dict, tar: bytes, inputs: bytes, emit) -> None:
+    """Run every test of ``header`` on its own copy of the workspace ``tar``; ``emit`` each verdict."""
 
     def prepare(ws: str) -> None:
         """A fresh copy of the workspace for one test, hidden files (SWE tests) laid over it."""
@@ -309,7 +385,20 @@ def _gem_harness_main() -> None:
                 fh.write(content)
 
     _gem.update(kill_all=bool(_gem_may_kill_all()))
+    try:
+        _gem_load_pristine(inputs)
+        changed = _gem_changed_inputs(tar, header.get("protected", []))
+    except (_gem_tarfile.TarError, OSError, ValueError) as exc:
+        emit({"error": f"could not read the workspace or the task's inputs: {type(exc).__name__}: {exc}"})
+        return
     emit({"start": len(header["tests"])})
+    if changed:
+        shown = "; ".join(changed[:5]) + (f"; and {len(changed) - 5} more" if len(changed) > 5 else "")
+        detail = f"starting files this task does not allow changing were changed: {shown}"
+        for test in header["tests"]:
+            emit({"test": test["name"], "passed": False, "detail": detail})
+        emit({"done": True})
+        return
     for i, test in enumerate(header["tests"]):
         # Each test gets its own copy: what one test's programs change, the next does not see.
         ws = _gem_os.path.join(_gem_os.getcwd(), f"workspace{i}")
@@ -322,7 +411,11 @@ def _gem_harness_main() -> None:
         pid = _gem_os.fork()
         if pid == 0:
             _gem_os.close(read_fd)
-            _gem_os.close(channel)
+            for fd in header.get("_close_in_child", ()):
+                try:
+                    _gem_os.close(fd)
+                except OSError:
+                    pass
             _gem_child(header, test, ws, write_fd)
         _gem_os.close(write_fd)
         result = _gem_wait(pid, read_fd, float(header.get("test_timeout", 20)))
@@ -335,4 +428,107 @@ def _gem_harness_main() -> None:
     emit({"done": True})
 
 
-_gem_harness_main()
+def _gem_undumpable() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+    except (OSError, AttributeError):
+        pass
+
+
+def _gem_harness_main() -> None:
+    """stdin: header length, header, workspace tar length, tar, [inputs length, inputs], nonce."""
+    _gem_undumpable()
+    data = _gem_sys.stdin.buffer.read()
+    null = _gem_os.open(_gem_os.devnull, _gem_os.O_RDWR)
+    _gem_os.dup2(null, 0)
+    hlen = int.from_bytes(data[:8], "little")
+    header = _gem_json.loads(data[8:8 + hlen])
+    at = 8 + hlen
+    tlen = int.from_bytes(data[at:at + 8], "little")
+    tar = data[at + 8:at + 8 + tlen]
+    at += 8 + tlen
+    inputs = b""
+    if header.get("inputs"):
+        ilen = int.from_bytes(data[at:at + 8], "little")
+        inputs = data[at + 8:at + 8 + ilen]
+        at += 8 + ilen
+    nonce = data[at:].decode("ascii").strip()
+    del data
+    # The verdict channel: this process's private copy of stdout. Everything started from here
+    # gets /dev/null as fds 1 and 2.
+    _gem_sys.stdout.flush()
+    channel = _gem_os.dup(1)
+    _gem_os.dup2(null, 1)
+    _gem_os.dup2(null, 2)
+    _gem_os.close(null)
+    header["_close_in_child"] = [channel]
+
+    def emit(record: dict) -> None:
+        line = (nonce + " " + _gem_json.dumps(record) + "\n").encode("utf-8", "replace")
+        _gem_os.write(channel, line)
+
+    _gem_grade(header, tar, inputs, emit)
+
+
+def _gem_harbor_main(argv: list) -> int:
+    """Grade the current directory (an exported task's workspace) with the checks in ``TESTS_DIR``;
+    write Harbor's ``reward.txt`` (the share of tests passed) and ``reward.json`` (that reward and
+    one entry per test) to ``LOGS_DIR``; print each verdict."""
+    import shutil
+    import tempfile
+
+    _gem_undumpable()
+    tests_dir, logs = (_gem_os.path.abspath(a) for a in argv[:2])
+    workspace = _gem_os.getcwd()
+    with open(_gem_os.path.join(tests_dir, "gem_task.json"), encoding="utf-8") as fh:
+        spec = _gem_json.load(fh)
+    with open(_gem_os.path.join(tests_dir, "gem_checks.py"), encoding="utf-8") as fh:
+        source = fh.read()
+    with open(_gem_os.path.join(tests_dir, "gem_inputs.tar"), "rb") as fh:
+        inputs = fh.read()
+    header = {"kind": "checks", "source": source, "tests": [{"name": n} for n in spec["tests"]],
+              "test_timeout": spec.get("test_timeout", 20), "command_timeout": spec.get("test_timeout", 20),
+              "protected": spec.get("protected", [])}
+    records = []
+    work = tempfile.mkdtemp(prefix="gem-verify-")
+    try:
+        try:
+            tar, skipped = _gem_export(workspace, int(spec.get("export_limit", 32 << 20)))
+        except (OSError, OverflowError) as exc:
+            tar, skipped = None, [f"the workspace could not be exported: {exc}"]
+        for note in skipped:
+            print(f"not exported: {note}")
+        if tar is not None:
+            _gem_os.chdir(work)
+            _gem_grade(header, tar, inputs, records.append)
+    finally:
+        _gem_os.chdir(workspace)
+        shutil.rmtree(work, ignore_errors=True)
+    verdicts = {r["test"]: r for r in records if "test" in r}
+    errors = [r["error"] for r in records if "error" in r]
+    for message in errors:
+        print(f"error: {message}")
+    passed = [n for n in spec["tests"] if verdicts.get(n, {}).get("passed") is True]
+    reward = len(passed) / len(spec["tests"]) if spec["tests"] and not errors else 0.0
+    for name in spec["tests"]:
+        rec = verdicts.get(name, {"detail": "no verdict"})
+        mark = "PASS" if name in passed else "FAIL"
+        print(f"[{mark}] {name}" + ("" if name in passed else f" - {str(rec.get('detail', ''))[:300]}"))
+    metrics = {"reward": reward, "tests_passed": float(len(passed)), "tests_total": float(len(spec["tests"]))}
+    for name in spec["tests"]:
+        metrics[name] = 1.0 if name in passed else 0.0
+    _gem_os.makedirs(logs, exist_ok=True)
+    with open(_gem_os.path.join(logs, "reward.json"), "w", encoding="utf-8") as fh:
+        _gem_json.dump(metrics, fh)
+    with open(_gem_os.path.join(logs, "reward.txt"), "w", encoding="utf-8") as fh:
+        fh.write(f"{reward}\n")
+    print(f"reward: {reward}")
+    return 0
+
+
+if len(_gem_sys.argv) > 1 and _gem_sys.argv[1] == "--harbor":
+    _gem_sys.exit(_gem_harbor_main(_gem_sys.argv[2:]))
+else:
+    _gem_harness_main()

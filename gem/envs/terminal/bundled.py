@@ -2,7 +2,10 @@
 
 Every task needs only a stock Debian with Python (bash, coreutils, grep, sed, awk, tar, gzip,
 find, python3) and no network. Each has a reference ``solution`` that passes all its tests and
-fails them all when nothing is done; the test suite checks both for every task. Data is written
+fails them all when nothing is done; the test suite checks both for every task. Checks compute
+what they expect from the task's own starting files (``original(...)``), never from the
+agent's copy, and a task names the starting files it asks to change (``mutable``): every other
+one must be left as it was. Data is written
 out here, deterministically, so the tasks are the same on every machine.
 """
 
@@ -67,14 +70,14 @@ def bundled_tasks() -> list[TerminalTask]:
     T.append(_t("UniqueWords", "`words.txt` has one word per line, with repeats. Write the distinct words, sorted "
                 "alphabetically, one per line, to `unique.txt`.",
                 {"words.txt": _lines(2, 200, lambda r, i: r.choice(_WORDS))},
-                "def test_unique():\n    assert lines('unique.txt') == sorted(set(lines('words.txt')))\n",
+                "def test_unique():\n    assert lines('unique.txt') == sorted(set(original_lines('words.txt')))\n",
                 "sort -u words.txt > unique.txt"))
     T.append(_t("ReplaceHost", "In `config.ini`, replace every occurrence of `localhost` with `db.internal`, editing "
                 "the file in place. Nothing else may change.",
                 {"config.ini": "[db]\nhost = localhost\nport = 5432\n[cache]\nurl = redis://localhost:6379\nname = localhost-cache\n"},
                 "def test_replaced():\n    assert read('config.ini') == '[db]\\nhost = db.internal\\nport = 5432\\n[cache]\\n"
                 "url = redis://db.internal:6379\\nname = db.internal-cache\\n'\n",
-                "sed -i 's/localhost/db.internal/g' config.ini"))
+                "sed -i 's/localhost/db.internal/g' config.ini", mutable=('config.ini',)))
     T.append(_t("LargestFile", "Find the largest regular file (in bytes) anywhere under `files/` and write its path, "
                 "relative to the workspace (like `files/a/b.bin`), to `largest.txt`.",
                 {f"files/{d}/f{i}.bin": "x" * (37 * i + 11 * len(d)) for d in ("a", "bb", "a/deep") for i in range(1, 5)},
@@ -90,17 +93,17 @@ def bundled_tasks() -> list[TerminalTask]:
                 "ascending, to `merged.txt`.",
                 {"a.txt": _lines(4, 25, lambda r, i: str(r.randint(-500, 500))),
                  "b.txt": _lines(5, 25, lambda r, i: str(r.randint(-500, 500)))},
-                "def test_merged():\n    want = sorted(int(x) for x in lines('a.txt') + lines('b.txt'))\n"
+                "def test_merged():\n    want = sorted(int(x) for x in original_lines('a.txt') + original_lines('b.txt'))\n"
                 "    assert [int(x) for x in lines('merged.txt')] == want\n",
                 "sort -n a.txt b.txt > merged.txt"))
     T.append(_t("LineSlice", "Write lines 10 to 20 (inclusive, counting from 1) of `log.txt` to `slice.txt`.",
                 {"log.txt": _LOG},
-                "def test_slice():\n    assert lines('slice.txt') == lines('log.txt')[9:20]\n",
+                "def test_slice():\n    assert lines('slice.txt') == original_lines('log.txt')[9:20]\n",
                 "sed -n '10,20p' log.txt > slice.txt"))
     T.append(_t("ErrorsByComponent", "`app.log` lines look like `DATE LEVEL [component] message`. Count the ERROR lines per "
                 "component and write `component count` lines to `errors.txt`, most errors first, ties by name.",
                 {"app.log": _LOG},
-                "def test_errors():\n    import collections\n    c = collections.Counter(l.split()[2].strip('[]') for l in lines('app.log') if l.split()[1] == 'ERROR')\n"
+                "def test_errors():\n    import collections\n    c = collections.Counter(l.split()[2].strip('[]') for l in original_lines('app.log') if l.split()[1] == 'ERROR')\n"
                 "    want = [f'{k} {v}' for k, v in sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))]\n"
                 "    assert [' '.join(l.split()) for l in lines('errors.txt')] == want\n",
                 "awk '$2==\"ERROR\"{gsub(/[][]/,\"\",$3); c[$3]++} END{for(k in c) print k, c[k]}' app.log | sort -k2,2nr -k1,1 > errors.txt",
@@ -110,17 +113,17 @@ def bundled_tasks() -> list[TerminalTask]:
                 {"docs/intro.txt": "intro\n", "docs/guide.txt": "guide\n", "docs/keep.rst": "rst\n", "docs/my notes.txt": "n\n"},
                 "def test_renamed():\n    assert listdir('docs') == ['guide.md', 'intro.md', 'keep.rst', 'my notes.md']\n"
                 "    assert read('docs/my notes.md') == 'n\\n' and read('docs/intro.md') == 'intro\\n'\n",
-                "cd docs && for f in *.txt; do mv -- \"$f\" \"${f%.txt}.md\"; done"))
+                "cd docs && for f in *.txt; do mv -- \"$f\" \"${f%.txt}.md\"; done", mutable=('docs/*.txt',)))
     T.append(_t("DeleteTmpFiles", "Delete every file ending in `.tmp` anywhere under `project/`. Keep everything else.",
                 {"project/a.tmp": "", "project/src/b.tmp": "", "project/src/main.c": "int main(){}\n",
                  "project/src/deep/c.tmp": "", "project/notes.tmp.txt": "keep\n"},
                 "def test_deleted():\n    r = sh('find project -type f | sort')\n"
                 "    assert r.stdout.split() == ['project/notes.tmp.txt', 'project/src/main.c']\n",
-                "find project -type f -name '*.tmp' -delete"))
+                "find project -type f -name '*.tmp' -delete", mutable=('project/*.tmp',)))
     T.append(_t("TopWords", "Write the 5 most frequent words of `text.txt` to `top.txt` as `word count` lines, most "
                 "frequent first (ties alphabetical). Words are runs of letters, compared in lower case.",
                 {"text.txt": _lines(6, 60, lambda r, i: " ".join(r.choice(_WORDS[:8]).capitalize() if r.random() < .2 else r.choice(_WORDS[:8]) for _ in range(7)) + ".")},
-                "def test_top():\n    import re, collections\n    c = collections.Counter(re.findall('[a-z]+', read('text.txt').lower()))\n"
+                "def test_top():\n    import re, collections\n    c = collections.Counter(re.findall('[a-z]+', original('text.txt').lower()))\n"
                 "    want = [f'{w} {n}' for w, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[:5]]\n"
                 "    assert [' '.join(l.split()) for l in lines('top.txt')] == want\n",
                 "tr 'A-Z' 'a-z' < text.txt | grep -oE '[a-z]+' | sort | uniq -c | sort -k1,1nr -k2,2 | head -5 | awk '{print $2, $1}' > top.txt",
@@ -128,23 +131,23 @@ def bundled_tasks() -> list[TerminalTask]:
     T.append(_t("ColumnSum", "`numbers.tsv` is tab-separated with a header line. Write the sum of the third column to "
                 "`sum.txt` (an integer).",
                 {"numbers.tsv": "a\tb\tc\n" + _lines(8, 50, lambda r, i: f"{i}\tx{i}\t{r.randint(-50, 300)}")},
-                "def test_sum():\n    want = sum(int(l.split('\\t')[2]) for l in lines('numbers.tsv')[1:])\n"
+                "def test_sum():\n    want = sum(int(l.split('\\t')[2]) for l in original_lines('numbers.tsv')[1:])\n"
                 "    assert read('sum.txt').strip() == str(want)\n",
                 "awk -F'\\t' 'NR>1{s+=$3} END{print s}' numbers.tsv > sum.txt"))
     T.append(_t("ReverseLines", "Write the lines of `poem.txt` in reverse order to `reversed.txt`.",
                 {"poem.txt": "roses are red\nviolets are blue\nshells are fast\nand so are you\n"},
-                "def test_reversed():\n    assert lines('reversed.txt') == lines('poem.txt')[::-1]\n",
+                "def test_reversed():\n    assert lines('reversed.txt') == original_lines('poem.txt')[::-1]\n",
                 "tac poem.txt > reversed.txt"))
     T.append(_t("CrlfToLf", "`report.csv` has Windows line endings (CRLF). Convert it in place to Unix line endings.",
                 {"report.csv": "id,value\r\n1,10\r\n2,20\r\n3,30\r\n"},
                 "def test_lf():\n    assert read_bytes('report.csv') == b'id,value\\n1,10\\n2,20\\n3,30\\n'\n",
-                "sed -i 's/\\r$//' report.csv"))
+                "sed -i 's/\\r$//' report.csv", mutable=('report.csv',)))
     T.append(_t("TrimTrailingSpace", "Remove trailing spaces and tabs from every line of every `.py` file under `src/`. "
                 "Nothing else may change.",
                 {"src/a.py": "x = 1   \ny = 2\t\n", "src/pkg/b.py": "def f():  \n    return 3 \n", "src/c.txt": "keep   \n"},
                 "def test_trimmed():\n    assert read('src/a.py') == 'x = 1\\ny = 2\\n'\n    assert read('src/pkg/b.py') == 'def f():\\n    return 3\\n'\n"
                 "    assert read('src/c.txt') == 'keep   \\n'\n",
-                "find src -name '*.py' -exec sed -i 's/[ \\t]*$//' {} +"))
+                "find src -name '*.py' -exec sed -i 's/[ \\t]*$//' {} +", mutable=('src/*.py',)))
     # ------------------------------------------------------------ archives
     site = {"site/index.html": "<h1>hi</h1>\n", "site/css/main.css": "body{}\n", "site/js/app.js": "console.log(1)\n"}
     T.append(_t("ExtractArchive", "Extract `bundle.tar.gz` into a new directory `out/` (so that `out/` holds what the "
@@ -164,8 +167,8 @@ def bundled_tasks() -> list[TerminalTask]:
                 "the uncompressed file is gone.",
                 {"logs/app.log": _LOG, "logs/db.log": "db ok\n", "logs/readme.txt": "not a log\n"},
                 "def test_gz():\n    assert listdir('logs') == ['app.log.gz', 'db.log.gz', 'readme.txt']\n"
-                "    r = sh('gzip -dc logs/db.log.gz')\n    assert r.stdout == 'db ok\\n'\n",
-                "gzip logs/*.log", category="archives"))
+                "    r = sh('gzip -dc logs/db.log.gz')\n    assert r.stdout == 'db ok\\n'\n    assert sh('gzip -dc logs/app.log.gz').stdout == original('logs/app.log')\n",
+                "gzip logs/*.log", category="archives", mutable=('logs/*.log',)))
     T.append(_t("ArchiveConfigs", "Create an uncompressed tar archive `confs.tar` holding only the `.conf` files under "
                 "`etc/` (at any depth), with their paths as they are (starting with `etc/`).",
                 {"etc/a.conf": "a=1\n", "etc/x/b.conf": "b=2\n", "etc/x/notes.txt": "n\n", "etc/y/z/c.conf": "c=3\n", "etc/y/d.conf.bak": "old\n"},
@@ -178,18 +181,18 @@ def bundled_tasks() -> list[TerminalTask]:
                 {"bin/build.sh": "#!/bin/bash\necho built > build.out\n", "bin/clean.sh": "#!/bin/bash\nrm -f build.out\n", "bin/lib.txt": "x\n"},
                 "def test_exec():\n    assert mode('bin/build.sh') & 0o100 and mode('bin/clean.sh') & 0o100\n"
                 "    assert not mode('bin/lib.txt') & 0o111\n    assert read('build.out') == 'built\\n'\n",
-                "chmod u+x bin/*.sh && bin/build.sh", category="permissions"))
+                "chmod u+x bin/*.sh && bin/build.sh", category="permissions", mutable=('bin/*.sh',)))
     T.append(_t("PrivateKey", "Lock down `keys/`: the directory must have mode 700 and `keys/secret.key` mode 600 "
                 "(exactly these modes).",
                 {"keys/secret.key": ("-----KEY-----\n", 0o644), "keys/public.pem": ("pub\n", 0o644)},
                 "def test_modes():\n    assert mode('keys') == 0o700, oct(mode('keys'))\n    assert mode('keys/secret.key') == 0o600\n",
-                "chmod 700 keys && chmod 600 keys/secret.key", category="permissions"))
+                "chmod 700 keys && chmod 600 keys/secret.key", category="permissions", mutable=('keys/secret.key',)))
     T.append(_t("ReadOnlyDocs", "Make every file under `docs/` read-only for everyone (no write permission for owner, "
                 "group or others) while keeping them readable by everyone.",
                 {"docs/a.md": ("a\n", 0o664), "docs/b/c.md": ("c\n", 0o600), "docs/b/d.md": ("d\n", 0o666)},
                 "def test_ro():\n    for p in ('docs/a.md', 'docs/b/c.md', 'docs/b/d.md'):\n"
                 "        m = mode(p)\n        assert m & 0o222 == 0 and m & 0o444 == 0o444, (p, oct(m))\n",
-                "find docs -type f -exec chmod a-w,a+r {} +", category="permissions"))
+                "find docs -type f -exec chmod a-w,a+r {} +", category="permissions", mutable=('docs/',)))
     # ------------------------------------------------------------ scripts
     T.append(_t("FixBackupScript", "`backup.sh SRC DEST` should copy every file of directory SRC into directory DEST "
                 "(creating DEST), but it is broken, especially for names with spaces. Fix it.",
@@ -200,14 +203,14 @@ def bundled_tasks() -> list[TerminalTask]:
                 "def test_fresh_input():\n    r = sh('mkdir -p \"x y\" && echo 3 > \"x y/a b c\" && ./backup.sh \"x y\" out/nested')\n"
                 "    assert r.returncode == 0, r.stderr\n    assert read('out/nested/a b c') == '3\\n'\n",
                 "cat > backup.sh <<'EOF'\n#!/bin/bash\nset -e\nsrc=$1\ndest=$2\nmkdir -p -- \"$dest\"\nfor f in \"$src\"/*; do\n  cp -- \"$f\" \"$dest\"/\ndone\nEOF\nchmod +x backup.sh",
-                difficulty="medium", category="scripts"))
+                difficulty="medium", category="scripts", mutable=('backup.sh',)))
     T.append(_t("FixPythonTool", "`./add.py 3 4` should print `7`, but running it fails. Make `./add.py A B` print the "
                 "sum of two integers.",
                 {"add.py": ("#!/usr/bin/pyhton3\r\nimport sys\r\nprint(int(sys.argv[1]) + sys.argv[2])\r\n", 0o644)},
                 "def test_add():\n    r = sh('./add.py 3 4')\n    assert r.stdout.strip() == '7', r.stderr\n"
                 "    assert sh('./add.py -10 25').stdout.strip() == '15'\n",
                 "printf '#!/usr/bin/env python3\\nimport sys\\nprint(int(sys.argv[1]) + int(sys.argv[2]))\\n' > add.py && chmod +x add.py",
-                difficulty="medium", category="scripts"))
+                difficulty="medium", category="scripts", mutable=('add.py',)))
     T.append(_t("GreetScript", "Write an executable `greet.sh`: `./greet.sh NAME` prints `Hello, NAME!`; with no "
                 "argument it prints `usage: greet.sh NAME` to stderr and exits with status 1.",
                 {},
@@ -243,7 +246,7 @@ def bundled_tasks() -> list[TerminalTask]:
     T.append(_t("CsvAdults", "From `people.csv` (header `name,age,city`), write `adults.csv` with the header and only "
                 "the rows whose age is 18 or more, in the original order.",
                 {"people.csv": _PEOPLE},
-                "def test_adults():\n    rows = lines('people.csv')\n    want = [rows[0]] + [r for r in rows[1:] if int(r.split(',')[1]) >= 18]\n"
+                "def test_adults():\n    rows = original_lines('people.csv')\n    want = [rows[0]] + [r for r in rows[1:] if int(r.split(',')[1]) >= 18]\n"
                 "    assert lines('adults.csv') == want\n",
                 "awk -F, 'NR==1 || $2>=18' people.csv > adults.csv", category="data"))
     T.append(_t("CsvToJson", "Convert `items.csv` (header `sku,name,price,qty`) to `items.json`: a JSON array of objects "
@@ -257,7 +260,7 @@ def bundled_tasks() -> list[TerminalTask]:
     T.append(_t("ActiveUsers", "`users.json` holds `{\"users\": [{\"name\", \"active\", \"age\"}, ...]}`. Write the names "
                 "of the active users, sorted, one per line, to `active.txt`.",
                 {"users.json": _USERS},
-                "def test_active():\n    want = sorted(u['name'] for u in json.loads(read('users.json'))['users'] if u['active'])\n"
+                "def test_active():\n    want = sorted(u['name'] for u in json.loads(original('users.json'))['users'] if u['active'])\n"
                 "    assert lines('active.txt') == want\n",
                 "python3 -c \"import json; print('\\n'.join(sorted(u['name'] for u in json.load(open('users.json'))['users'] if u['active'])))\" > active.txt",
                 category="data"))
@@ -266,7 +269,7 @@ def bundled_tasks() -> list[TerminalTask]:
                 "rounded to 2 decimals (written like `12.30`).",
                 {"orders.json": _ORDERS},
                 "def test_totals():\n    import collections\n    c = collections.defaultdict(float)\n"
-                "    for o in json.loads(read('orders.json')):\n        c[o['customer']] += o['amount']\n"
+                "    for o in json.loads(original('orders.json')):\n        c[o['customer']] += o['amount']\n"
                 "    want = ['customer,total'] + [f'{k},{v:.2f}' for k, v in sorted(c.items())]\n    assert lines('totals.csv') == want\n",
                 "python3 - <<'EOF'\nimport json, collections\nc = collections.defaultdict(float)\nfor o in json.load(open('orders.json')):\n    c[o['customer']] += o['amount']\n"
                 "with open('totals.csv', 'w') as f:\n    f.write('customer,total\\n')\n    for k in sorted(c):\n        f.write(f'{k},{c[k]:.2f}\\n')\nEOF",
@@ -285,7 +288,7 @@ def bundled_tasks() -> list[TerminalTask]:
     T.append(_t("StatusCounts", "`access.log` is a web server log; the second-to-last field of each line is the HTTP "
                 "status. Write `status.csv` with header `status,count` and one row per status, sorted by status.",
                 {"access.log": _ACCESS},
-                "def test_status():\n    import collections\n    c = collections.Counter(l.split()[-2] for l in lines('access.log'))\n"
+                "def test_status():\n    import collections\n    c = collections.Counter(l.split()[-2] for l in original_lines('access.log'))\n"
                 "    assert lines('status.csv') == ['status,count'] + [f'{k},{v}' for k, v in sorted(c.items())]\n",
                 "{ echo status,count; awk '{print $(NF-1)}' access.log | sort | uniq -c | awk '{print $2\",\"$1}'; } > status.csv",
                 category="data"))
@@ -294,11 +297,11 @@ def bundled_tasks() -> list[TerminalTask]:
                 {"config.json": json.dumps({"debug": True, "name": "svc", "server": {"host": "0.0.0.0", "port": 80}, "tags": ["a", "b"]}, indent=2)},
                 "def test_config():\n    assert json.loads(read('config.json')) == {'debug': False, 'name': 'svc', 'server': {'host': '0.0.0.0', 'port': 8080}, 'tags': ['a', 'b'], 'version': '2.0'}\n",
                 "python3 - <<'EOF'\nimport json\nc = json.load(open('config.json'))\nc['debug'] = False\nc['server']['port'] = 8080\nc['version'] = '2.0'\njson.dump(c, open('config.json', 'w'), indent=2)\nEOF",
-                category="data"))
+                category="data", mutable=('config.json',)))
     T.append(_t("SortScores", "Sort `scores.csv` (header `name,score`) by score descending, then name ascending, and "
                 "write it (with the header) to `ranked.csv`.",
                 {"scores.csv": "name,score\n" + _lines(9, 25, lambda r, i: f"{_NAMES[i % 20]}{i // 20},{r.randint(50, 60)}")},
-                "def test_sorted():\n    rows = [l.split(',') for l in lines('scores.csv')[1:]]\n"
+                "def test_sorted():\n    rows = [l.split(',') for l in original_lines('scores.csv')[1:]]\n"
                 "    want = ['name,score'] + [f'{n},{s}' for n, s in sorted(rows, key=lambda x: (-int(x[1]), x[0]))]\n"
                 "    assert lines('ranked.csv') == want\n",
                 "{ head -1 scores.csv; tail -n +2 scores.csv | sort -t, -k2,2nr -k1,1; } > ranked.csv", category="data"))
@@ -325,7 +328,7 @@ def bundled_tasks() -> list[TerminalTask]:
                 "def test_even():\n    assert sh('python3 stats.py 4 1 3 2').stdout.strip() == 'mean=2.5 median=2.5'\n\n"
                 "def test_odd():\n    assert sh('python3 stats.py 9 1 5').stdout.strip() == 'mean=5 median=5'\n",
                 "sed -i 's|^median = .*|s = sorted(xs)\\nmedian = s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2|' stats.py",
-                difficulty="medium", category="programs"))
+                difficulty="medium", category="programs", mutable=('stats.py',)))
     T.append(_t("RpnCalculator", "Write `rpn.py`: for each line of stdin (a Reverse Polish expression of integers and "
                 "`+ - * /`, tokens separated by spaces), print its value. `/` is integer division truncating "
                 "toward zero. Example: `3 4 + 2 *` prints `14`.",
@@ -383,7 +386,7 @@ def bundled_tasks() -> list[TerminalTask]:
                 "directory `by_region/`: `by_region/REGION.csv`, each with the header and that region's rows in the "
                 "original order.",
                 {"sales.csv": "region,item,amount\n" + _lines(12, 20, lambda r, i: f"{r.choice(['north', 'south', 'east'])},item{i},{r.randint(1, 99)}")},
-                "def test_split():\n    rows = lines('sales.csv')\n    regions = sorted({r.split(',')[0] for r in rows[1:]})\n"
+                "def test_split():\n    rows = original_lines('sales.csv')\n    regions = sorted({r.split(',')[0] for r in rows[1:]})\n"
                 "    assert listdir('by_region') == [f'{g}.csv' for g in regions]\n    for g in regions:\n"
                 "        assert lines(f'by_region/{g}.csv') == [rows[0]] + [r for r in rows[1:] if r.split(',')[0] == g]\n",
                 "mkdir -p by_region && awk -F, 'NR==1{h=$0; next} {f=\"by_region/\"$1\".csv\"; if(!(f in s)){print h > f; s[f]=1} print >> f}' sales.csv",

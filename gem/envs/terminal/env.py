@@ -20,7 +20,9 @@ pass); ``info`` carries each test's verdict. ``terminated`` when the agent said 
 
 from __future__ import annotations
 
+import base64
 import copy
+import json
 import logging
 import math
 import re
@@ -29,13 +31,15 @@ from typing import Any, Optional, Sequence, Union
 from gem.agents.base import Agent
 from gem.core import Env
 from gem.envs.terminal.task import TerminalTask
-from gem.envs.terminal.verify import Verdict, verify_task
+from gem.envs.terminal.verify import EXPORT_SOURCE, Verdict, verify_task
 from gem.tools.bash_tool import (
     BASH_SCHEMA,
     DEFAULT_MAX_OUTPUT,
+    MAX_ARCHIVE_BYTES,
     CommandResult,
     SandboxShell,
     ShellError,
+    compiled_cell,
     find_bash_command,
     parse_function_call,
     shell_sandbox,
@@ -120,6 +124,7 @@ class TerminalEnv(Env):
         self.turns = 0
         self.time_spent = 0.0
         self.last_verdict: Optional[Verdict] = None
+        self._pristine: Optional[bytes] = None  # the starting state after a task's setup script
 
     # ---------------------------------------------------------------- setup
     def _load_pool(self, tasks: Union[str, Sequence[TerminalTask]]) -> list[TerminalTask]:
@@ -184,10 +189,15 @@ class TerminalEnv(Env):
         elif not isinstance(self.shell, SandboxShell):
             self.shell = self._make_shell()
         self.shell.start(task.files_tar)
+        self._pristine = None
         if task.setup:
             result = self.shell.run(task.setup, timeout=self.command_timeout)
             if result.exit_code != 0:
                 raise RuntimeError(f"task {task.name!r}: its setup failed ({result.exit_code}): {result.output[-500:]}")
+            if task.container is None:
+                # What setup made is part of the starting state the tests judge against (taken
+                # before the agent's first command, so it is the task's, not the agent's).
+                self._pristine, _ = self._export_workspace()
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """OpenAI function-calling schemas of the actions (``bash`` and ``submit``)."""
@@ -320,10 +330,29 @@ class TerminalEnv(Env):
         if self.task.container is not None:
             return self.shell.grade()
         try:
-            files = self.shell.export()
+            files, skipped = self._export_workspace()
         except (ShellError, SandboxError) as exc:
             return Verdict([], graded=False, reason=f"the workspace could not be exported: {exc}")
-        return verify_task(self.sandbox, self.task, files, overlay=getattr(self.task, "hidden_files", None))
+        verdict = verify_task(self.sandbox, self.task, files, overlay=getattr(self.task, "hidden_files", None),
+                              inputs_tar=self._pristine)
+        verdict.skipped = skipped
+        return verdict
+
+    def _export_workspace(self, limit: int = MAX_ARCHIVE_BYTES) -> tuple[bytes, list[str]]:
+        """The workspace as a tar, and what was left out of it (sockets, fifos, device nodes, files
+        over ``limit``, trees nested too deep): whatever the agent left, the rest is graded.
+        :class:`ShellError` when the exportable content is larger than ``limit`` in all."""
+        if not isinstance(self.shell, SandboxShell):
+            return self.shell.export(limit), []
+        code = compiled_cell(EXPORT_SOURCE, "<gem-export>") + f"print(_gem_export_json(_gem['ws'], {int(limit)}))\n"
+        text = self.shell.python(code, timeout=120.0).strip()
+        try:
+            reply = json.loads(text)
+        except ValueError:
+            raise ShellError(f"unreadable export reply: {preview(text, 200)!r}") from None
+        if "error" in reply:
+            raise ShellError(str(reply["error"]))
+        return base64.b64decode(reply["tar"]), [str(s) for s in reply.get("skipped", [])]
 
     # ---------------------------------------------------------------- helpers
     def sample_random_action(self) -> str:

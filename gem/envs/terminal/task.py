@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import fnmatch
 import io
 import tarfile
 from functools import cached_property
@@ -44,6 +45,10 @@ class TerminalTask:
         max_turns: actions the agent may take.
         test_timeout: seconds per test.
         container: set when the task must run in its own container (Docker).
+        mutable: the starting files the task may change (edit, rename, delete, chmod), as paths
+            or glob patterns (``*`` also matches ``/``; ``dir/`` means everything under ``dir``).
+            Every other starting file must still be there, byte for byte and with its mode, when
+            the workspace is graded, or every test fails. Default: none may change.
     """
 
     name: str
@@ -61,12 +66,27 @@ class TerminalTask:
     container: Optional[ContainerSpec] = None
     source: str = "bundled"
     archive: Optional[bytes] = dataclasses.field(default=None, repr=False)  # a ready tar instead of ``files``
+    mutable: tuple = ()
 
     def __post_init__(self) -> None:
         if self.difficulty not in DIFFICULTIES:
             raise ValueError(f"task {self.name!r}: difficulty must be one of {DIFFICULTIES}, got {self.difficulty!r}.")
         if self.kind not in TEST_KINDS:
             raise ValueError(f"task {self.name!r}: kind must be one of {TEST_KINDS}, got {self.kind!r}.")
+        if isinstance(self.mutable, str) or not all(isinstance(p, str) and p for p in self.mutable):
+            raise ValueError(f"task {self.name!r}: mutable must be a list of paths or glob patterns, got {self.mutable!r}.")
+        object.__setattr__(self, "mutable", tuple(self.mutable))
+
+    def may_change(self, path: str) -> bool:
+        """Whether the starting file ``path`` is one the task allows the agent to change."""
+        return is_mutable(path, self.mutable)
+
+    @property
+    def checks_inputs(self) -> bool:
+        """Whether grading verifies that the starting files the task does not declare ``mutable``
+        are unchanged. Unit-test tasks (SWE) are judged by their tests alone: the repository is
+        what they change."""
+        return self.kind != "unit"
 
     @cached_property
     def test_names(self) -> tuple[str, ...]:
@@ -99,6 +119,17 @@ def build_tar(files: dict) -> bytes:
             info.mtime = 1_700_000_000
             tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
+
+
+def is_mutable(path: str, patterns: tuple) -> bool:
+    """Whether ``path`` matches one of ``patterns`` (glob; ``dir/`` covers everything under it)."""
+    path = path.strip("/")
+    for pattern in patterns:
+        if pattern.endswith("/") and path.startswith(pattern):
+            return True
+        if fnmatch.fnmatchcase(path, pattern.strip("/")):
+            return True
+    return False
 
 
 def read_tar(data: bytes) -> dict[str, bytes]:

@@ -35,7 +35,7 @@ def test_every_bundled_task_roundtrips_through_the_harbor_layout(tmp_path):
         assert (twin.instruction.strip(), twin.tests, twin.difficulty, twin.kind) == (
             task.instruction.strip(), task.tests, task.difficulty, task.kind)
         assert set(twin.files) == set(task.files)
-    assert (tmp_path / "PrivateKey" / "environment" / "keys" / "secret.key").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "PrivateKey" / "environment" / "files" / "keys" / "secret.key").stat().st_mode & 0o777 == 0o644
 
     def solve(name):  # the loaded copies play as the originals: reference 1.0
         env = TerminalEnv(tasks=str(tmp_path), task=name)
