@@ -1,6 +1,11 @@
 """Harbor / Terminal-Bench task directories: loading, writing, sandbox runs and the container path."""
 
 import concurrent.futures
+import json
+import os
+import shlex
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -8,6 +13,7 @@ import pytest
 from gem.envs.terminal.bundled import bundled_tasks
 from gem.envs.terminal.env import TerminalEnv
 from gem.envs.terminal.harbor import load_task, load_tasks, write_task
+from gem.envs.terminal.verify import protected_inputs
 from gem.errors import ResourceUnavailable
 from tests.conftest import needs_extra
 
@@ -32,22 +38,84 @@ def test_every_bundled_task_roundtrips_through_the_harbor_layout(tmp_path):
     assert sorted(loaded) == sorted(t.name for t in bundled_tasks())
     for task in bundled_tasks():
         twin = loaded[task.name]
-        assert (twin.instruction.strip(), twin.tests, twin.difficulty, twin.kind) == (
-            task.instruction.strip(), task.tests, task.difficulty, task.kind)
-        assert set(twin.files) == set(task.files)
+        assert (twin.instruction.strip(), twin.tests, twin.difficulty, twin.kind, twin.mutable, twin.test_timeout) == (
+            task.instruction.strip(), task.tests, task.difficulty, task.kind, task.mutable, task.test_timeout)
+        assert twin.container is None and set(twin.files) == set(task.files)
+        assert (tmp_path / task.name / "environment" / "Dockerfile").is_file()
+        assert (tmp_path / task.name / "tests" / "test.sh").stat().st_mode & 0o111
     assert (tmp_path / "PrivateKey" / "environment" / "files" / "keys" / "secret.key").stat().st_mode & 0o777 == 0o644
+    scripted = load_task(tmp_path / "CountLines", verifier="script")
+    assert scripted.kind == "script" and "test.sh" in scripted.tests and scripted.mutable == ()
+    with pytest.raises(ValueError, match="verifier must be one of"):
+        load_task(tmp_path / "CountLines", verifier="pytest")
 
-    def solve(name):  # the loaded copies play as the originals: reference 1.0
-        env = TerminalEnv(tasks=str(tmp_path), task=name)
-        try:
-            obs, _ = env.reset(seed=0)
-            return name, _finish(env, [env.task.solution])[1]
-        finally:
-            env.close()
 
-    sample = ["ExtractArchive", "PrivateKey", "FixBackupScript", "OrderTotals", "BuildOrder"]
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        assert dict(pool.map(solve, sample)) == {name: 1.0 for name in sample}
+def _rewards(task):
+    """(doing nothing, the reference solution) on ``task``."""
+    env = TerminalEnv(task=task)
+    try:
+        nothing = _finish(env, [])[1]
+        solved = _finish(env, [task.solution])[1]
+        return nothing, solved
+    finally:
+        env.close()
+
+
+def _roundtrip(name, root):
+    """The rewards of the original task and of its export loaded back, checks and test.sh alike."""
+    task = next(t for t in bundled_tasks() if t.name == name)
+    path = write_task(task, root)
+    return name, {"original": _rewards(task), "checks": _rewards(load_task(path)),
+                  "test.sh": _rewards(load_task(path, verifier="script"))}
+
+
+ROUNDTRIP_SAMPLE = ["CountLines", "ExtractArchive", "PrivateKey", "FixBackupScript", "OrderTotals", "BuildOrder"]
+
+
+def test_exported_tasks_give_the_same_rewards_loaded_back(tmp_path):
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        results = dict(pool.map(lambda n: _roundtrip(n, tmp_path), ROUNDTRIP_SAMPLE))
+    assert results == {n: {"original": (0.0, 1.0), "checks": (0.0, 1.0), "test.sh": (0.0, 1.0)} for n in ROUNDTRIP_SAMPLE}
+
+
+@pytest.mark.slow
+def test_all_exported_tasks_give_the_same_rewards_loaded_back(tmp_path):
+    names = [t.name for t in bundled_tasks()]
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        results = dict(pool.map(lambda n: _roundtrip(n, tmp_path), names))
+    bad = {n: r for n, r in results.items() if set(r.values()) != {(0.0, 1.0)}}
+    assert len(results) == len(bundled_tasks()) and not bad, bad
+
+
+def _harbor_verify(task_dir, workspace, logs):
+    """Run the exported tests/test.sh as Harbor does: in the workspace, tests and logs beside it."""
+    env = {"PATH": os.environ["PATH"], "TEST_DIR": str(task_dir / "tests"), "LOGS_DIR": str(logs)}
+    proc = subprocess.run(["bash", str(task_dir / "tests" / "test.sh")], cwd=workspace, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return float((logs / "reward.txt").read_text()), json.loads((logs / "reward.json").read_text()), proc.stdout
+
+
+@pytest.mark.parametrize("name", ["CountLines", "FixBackupScript", "PrivateKey", "GreetScript"])
+def test_the_exported_test_script_writes_harbors_reward_files(tmp_path, name):
+    task = next(t for t in bundled_tasks() if t.name == name)
+    task_dir = write_task(task, tmp_path / "tasks")
+    runs = {}
+    kept = protected_inputs(task)
+    tamper = f"\necho tampered >> {shlex.quote(kept[0])}\n" if kept else ""
+    for label, script in (("nothing", ""), ("solved", task.solution), ("input changed", task.solution + tamper)):
+        workspace = tmp_path / label / "app"
+        shutil.copytree(task_dir / "environment" / "files", workspace)
+        subprocess.run(["bash", "-c", script], cwd=workspace, check=False, capture_output=True, timeout=60)
+        runs[label] = _harbor_verify(task_dir, workspace, tmp_path / label / "logs")
+    reward, metrics, out = runs["solved"]
+    assert reward == 1.0 and metrics["reward"] == 1.0, out
+    assert metrics["tests_total"] == len(task.test_names) == metrics["tests_passed"]
+    assert all(metrics[t] == 1.0 for t in task.test_names)
+    assert all(isinstance(v, float) for v in metrics.values())  # Harbor reads a dict of numbers
+    assert runs["nothing"][0] == 0.0 and runs["nothing"][1]["reward"] == 0.0
+    if kept:  # a correct output beside a changed input the task does not allow changing: nothing
+        assert runs["input changed"][0] == 0.0 and f"{kept[0]} was changed" in runs["input changed"][2]
 
 
 def test_a_sandbox_task_with_a_test_script(tmp_path):
