@@ -208,3 +208,17 @@ def test_deep_trees_and_huge_sparse_files_are_skipped_and_the_rest_graded():
     assert reward == 1.0 and info["graded"], obs
     skipped = " ".join(info["export_skipped"])
     assert "nested deeper than" in skipped and "sparse.bin" in skipped and "larger than" in skipped
+
+
+def test_what_setup_made_is_a_pristine_input_too():
+    from gem.envs.terminal.task import TerminalTask
+
+    task = TerminalTask(
+        "SetupMade", "Copy made.txt to out.txt.", files={"seed.txt": "s\n"}, setup="echo generated > made.txt",
+        tests="def test_copy():\n    assert read('out.txt') == original('made.txt') == 'generated\\n'\n\n"
+              "def test_not_an_input():\n    original('out.txt')\n",
+        solution="cp made.txt out.txt")
+    obs, reward, info = play(task, [task.solution])
+    assert reward == 0.5 and "not one of the task's starting files" in info["test_results"][1]["detail"], obs
+    obs, reward, info = play(task, ["echo forged > made.txt; cp made.txt out.txt"])
+    assert reward == 0.0 and "made.txt was changed" in obs
