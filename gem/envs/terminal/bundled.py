@@ -112,7 +112,7 @@ def bundled_tasks() -> list[TerminalTask]:
                 "Contents must not change; other files stay as they are.",
                 {"docs/intro.txt": "intro\n", "docs/guide.txt": "guide\n", "docs/keep.rst": "rst\n", "docs/my notes.txt": "n\n"},
                 "def test_renamed():\n    assert listdir('docs') == ['guide.md', 'intro.md', 'keep.rst', 'my notes.md']\n"
-                "    assert read('docs/my notes.md') == 'n\\n' and read('docs/intro.md') == 'intro\\n'\n",
+                "    for name in ('guide', 'intro', 'my notes'):\n        assert read(f'docs/{name}.md') == original(f'docs/{name}.txt'), name\n",
                 "cd docs && for f in *.txt; do mv -- \"$f\" \"${f%.txt}.md\"; done", mutable=('docs/*.txt',)))
     T.append(_t("DeleteTmpFiles", "Delete every file ending in `.tmp` anywhere under `project/`. Keep everything else.",
                 {"project/a.tmp": "", "project/src/b.tmp": "", "project/src/main.c": "int main(){}\n",
@@ -180,18 +180,20 @@ def bundled_tasks() -> list[TerminalTask]:
                 "(it writes `build.out`).",
                 {"bin/build.sh": "#!/bin/bash\necho built > build.out\n", "bin/clean.sh": "#!/bin/bash\nrm -f build.out\n", "bin/lib.txt": "x\n"},
                 "def test_exec():\n    assert mode('bin/build.sh') & 0o100 and mode('bin/clean.sh') & 0o100\n"
-                "    assert not mode('bin/lib.txt') & 0o111\n    assert read('build.out') == 'built\\n'\n",
+                "    assert not mode('bin/lib.txt') & 0o111\n    assert read('build.out') == 'built\\n'\n"
+                "    assert read('bin/build.sh') == original('bin/build.sh') and read('bin/clean.sh') == original('bin/clean.sh')\n",
                 "chmod u+x bin/*.sh && bin/build.sh", category="permissions", mutable=('bin/*.sh',)))
     T.append(_t("PrivateKey", "Lock down `keys/`: the directory must have mode 700 and `keys/secret.key` mode 600 "
                 "(exactly these modes).",
                 {"keys/secret.key": ("-----KEY-----\n", 0o644), "keys/public.pem": ("pub\n", 0o644)},
-                "def test_modes():\n    assert mode('keys') == 0o700, oct(mode('keys'))\n    assert mode('keys/secret.key') == 0o600\n",
+                "def test_modes():\n    assert mode('keys') == 0o700, oct(mode('keys'))\n    assert mode('keys/secret.key') == 0o600\n"
+                "    assert read('keys/secret.key') == original('keys/secret.key')\n",
                 "chmod 700 keys && chmod 600 keys/secret.key", category="permissions", mutable=('keys/secret.key',)))
     T.append(_t("ReadOnlyDocs", "Make every file under `docs/` read-only for everyone (no write permission for owner, "
                 "group or others) while keeping them readable by everyone.",
                 {"docs/a.md": ("a\n", 0o664), "docs/b/c.md": ("c\n", 0o600), "docs/b/d.md": ("d\n", 0o666)},
                 "def test_ro():\n    for p in ('docs/a.md', 'docs/b/c.md', 'docs/b/d.md'):\n"
-                "        m = mode(p)\n        assert m & 0o222 == 0 and m & 0o444 == 0o444, (p, oct(m))\n",
+                "        m = mode(p)\n        assert m & 0o222 == 0 and m & 0o444 == 0o444, (p, oct(m))\n        assert read(p) == original(p), p\n",
                 "find docs -type f -exec chmod a-w,a+r {} +", category="permissions", mutable=('docs/',)))
     # ------------------------------------------------------------ scripts
     T.append(_t("FixBackupScript", "`backup.sh SRC DEST` should copy every file of directory SRC into directory DEST "

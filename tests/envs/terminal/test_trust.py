@@ -222,3 +222,18 @@ def test_what_setup_made_is_a_pristine_input_too():
     assert reward == 0.5 and "not one of the task's starting files" in info["test_results"][1]["detail"], obs
     obs, reward, info = play(task, ["echo forged > made.txt; cp made.txt out.txt"])
     assert reward == 0.0 and "made.txt was changed" in obs
+
+
+@pytest.mark.parametrize("name, spoil", [
+    ("ReadOnlyDocs", "chmod u+w docs/a.md && : > docs/a.md && chmod a-w docs/a.md"),
+    ("PrivateKey", ": > keys/secret.key"),
+    ("MakeExecutable", "echo '#!/bin/bash' > bin/clean.sh"),
+    ("RenameExtensions", ": > docs/guide.md"),
+    ("GzipLogs", "echo x | gzip > logs/app.log.gz"),
+])
+def test_mutable_inputs_are_still_judged_against_their_originals(name, spoil):
+    # the task allows changing these files in one way (mode, name, compression), not emptying them
+    task = next(t for t in TASKS if t.name == name)
+    assert play(task, [task.solution])[1] == 1.0
+    obs, reward, info = play(task, [task.solution, "cd ~ && " + spoil])
+    assert reward < 1.0, obs
