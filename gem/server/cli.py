@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
+from typing import Any
 
 from gem.server.limits import LOOPBACK_HOSTS, ServerLimits, is_loopback, read_secret, scrub_environ
 from gem.server.protocol import (
@@ -75,10 +77,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"the programs envs run. Put the token in ${TOKEN_ENV_VAR} or in a file (--token-file PATH, chmod 600)."
         )
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401
 
         from gem.server.app import create_app
-        from gem.server.limits import uvicorn_config
     except ImportError as exc:
         raise missing_extra("gem serve", "server", exc.name or "fastapi/uvicorn") from exc
     tokens = read_secret(TOKEN_ENV_VAR, args.token_file)
@@ -110,7 +111,48 @@ def cmd_serve(args: argparse.Namespace) -> int:
         call_timeout=args.call_timeout,
         allowed_hosts=[*LOOPBACK_HOSTS, args.host] if is_loopback(args.host) else None,
     )
+    token_mode = _token_mode(len(tokens), args.host)
     del tokens
     log_level = "info" if args.verbose else "warning"
-    uvicorn.Server(uvicorn_config(app, args.host, args.port, limits, log_level=log_level)).run()
+    return serve_app(app, args.host, args.port, limits, token_mode, log_level=log_level)
+
+
+def _token_mode(count: int, host: str) -> str:
+    """How clients are admitted, in words for the start line."""
+    if count:
+        return f"token required ({count} accepted; each is one client for quotas)"
+    if is_loopback(host):
+        return "no token (only this machine can connect; each local address is one client)"
+    return "NO TOKEN (--insecure-no-token: anyone who reaches this address can run envs)"
+
+
+def serve_app(app: Any, host: str, port: int, limits: ServerLimits, token_mode: str, log_level: str = "warning") -> int:
+    """Run ``app`` until Ctrl-C or SIGTERM: one line when it listens, one when it stops; returns 0."""
+    import uvicorn
+
+    from gem.server.limits import uvicorn_config
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:
+                bound = self.servers[0].sockets[0].getsockname() if self.servers else (host, port)
+                shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+                logger.info("gem serve: listening on http://%s:%d, %s", shown, bound[1], token_mode)
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            # A signal asks for a clean stop (a second Ctrl-C forces it); uvicorn would raise the
+            # signal again after stopping, which ends the process with a traceback and status 130.
+            self.signal_name = "Ctrl-C" if sig == signal.SIGINT else signal.Signals(sig).name
+            if self.should_exit and sig == signal.SIGINT:
+                self.force_exit = True
+            self.should_exit = True
+
+    logger.setLevel(logging.INFO)  # the start and stop lines show without --verbose
+    server = Server(uvicorn_config(app, host, port, limits, log_level=log_level))
+    server.signal_name = None
+    server.run()
+    if server.signal_name is None and not server.started:
+        return 1  # uvicorn has logged why it could not start (an address in use, ...)
+    logger.info("gem serve: stopped (%s)", server.signal_name or "shut down")
     return 0
