@@ -23,6 +23,7 @@ from gem.server.protocol import (
     DEFAULT_WORKERS,
     TOKEN_ENV_VAR,
 )
+from gem.server.quotas import DEFAULT_TEST_THREADS_PER_CLIENT
 from gem.server.schema import ClientKwargs
 
 logger = logging.getLogger(__name__)
@@ -55,8 +56,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--session-ttl", type=float, default=DEFAULT_SESSION_TTL, help="idle seconds before a session closes")
     p.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS, help="sessions open at once, in total")
     p.add_argument(
-        "--max-sessions-per-client", type=int, default=DEFAULT_MAX_SESSIONS_PER_CLIENT,
-        help="sessions one client (token, or address without tokens) may hold",
+        "--max-sessions-per-client", type=int, default=None,
+        help=f"sessions one client (token, or address without tokens) may hold, below --max-sessions "
+             f"(if not given: {DEFAULT_MAX_SESSIONS_PER_CLIENT}, and at most half of --max-sessions)",
+    )
+    p.add_argument(
+        "--shells-per-client", type=int, default=None,
+        help="sandbox shells (terminal and code-tool sessions) one client may hold at once in each shared "
+             "sandbox (if not given: half of its slots, 128 of 256)",
+    )
+    p.add_argument(
+        "--test-threads-per-client", type=int, default=DEFAULT_TEST_THREADS_PER_CLIENT,
+        help="threads of each client's own pool for code-env tests",
     )
     p.add_argument("--workers", type=int, default=DEFAULT_WORKERS, help="threads running env calls")
     p.add_argument("--per-client-workers", type=int, default=None, help="workers one client may use at once (default half)")
@@ -106,6 +117,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         limits=limits,
         client_kwargs=args.client_kwargs,
         max_sessions_per_client=args.max_sessions_per_client,
+        shells_per_client=args.shells_per_client,
+        test_threads_per_client=args.test_threads_per_client,
         workers=args.workers,
         per_client_workers=args.per_client_workers,
         call_timeout=args.call_timeout,

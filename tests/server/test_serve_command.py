@@ -106,3 +106,49 @@ def test_the_start_line_names_the_token_mode_and_sigterm_stops_cleanly(tmp_path)
         assert server.proc.returncode == 0 and len(after) == 1 and "stopped (SIGTERM)" in after[0], after
     finally:
         server.stop()
+
+
+def _descriptors(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors through /proc")
+def test_with_256_descriptors_300_half_open_requests_do_not_starve_health():
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+    server = ServeProcess([GUESS], preexec_fn=limit)
+    slow = []
+    try:
+        server.wait_for("listening")
+        for _ in range(300):  # more than the process can hold open
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            slow.append(sock)
+        time.sleep(0.5)
+        assert _descriptors(server.proc.pid) < 256  # accept never ran out of descriptors
+        for _ in range(5):
+            start = time.monotonic()
+            assert httpx.get(server.url + "/health", timeout=5).status_code == 200
+            assert time.monotonic() - start < 1.5  # no one-second accept pause after EMFILE
+        server.proc.send_signal(signal.SIGINT)
+        after = server.rest()
+        logged = "\n".join(server.seen + after)
+        assert "Too many open files" not in logged
+        assert "serving at most 144 connections" in logged  # the cap fitted to 256 descriptors
+    finally:
+        for sock in slow:
+            sock.close()
+        server.stop()
+
+
+def test_connection_cap_and_accept_burst_fit_the_descriptor_limit():
+    from gem.server.limits import FD_RESERVE, fit_connections
+
+    assert fit_connections(2048, 1 << 20) == (2048, 2048)  # plenty: uvicorn's own numbers
+    for open_files in (64, 256, 1024, 4096):
+        connections, burst = fit_connections(2048, open_files)
+        assert connections + burst + FD_RESERVE <= max(open_files, FD_RESERVE + 16)
+        assert connections >= 8 and burst >= 4
+    assert fit_connections(2048, 256) == (144, 48)
+    assert fit_connections(100, 1000) == (100, 100)

@@ -1,0 +1,227 @@
+"""Capacity shared between clients: sessions, sandbox shells and code-test threads, on real servers."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+httpx = pytest.importorskip("httpx")
+
+import gem  # noqa: E402
+from gem.server.app import per_client_sessions  # noqa: E402
+from gem.server.quotas import ClientPools, ShellQuota, acting_for, current_client, installed  # noqa: E402
+
+MASTERMIND = "game:Mastermind-v0-hard"
+TERMINAL = "terminal:CountLines"
+RELEASE = threading.Event()  # PoolSleep steps wait for it
+ALPHA = {"Authorization": "Bearer alpha"}
+BETA = {"Authorization": "Bearer beta"}
+
+
+class PoolEnv(gem.Env):
+    """Each step runs ``jobs`` jobs on the code env's test pool and waits for them, as CodeEnv does."""
+
+    jobs = 1
+    blocks = False
+
+    def reset(self, seed=None, **kwargs):
+        super().reset(seed)
+        return "go", {}
+
+    def step(self, action):
+        self._check_step()
+        from gem.envs.code_env import _test_pool
+
+        def job(i: int) -> int:
+            if self.blocks:
+                RELEASE.wait(20)  # a program that sleeps until the test lets it go
+            return i
+
+        done = [f.result() for f in [_test_pool().submit(job, i) for i in range(self.jobs)]]
+        return self._result(f"ran {len(done)} tests", 0.0)
+
+
+class PoolSleepEnv(PoolEnv):
+    jobs, blocks = 8, True
+
+
+@pytest.fixture(autouse=True)
+def test_ids():
+    gem.register("test:PoolQuick-v0", PoolEnv)
+    gem.register("test:PoolSleep-v0", PoolSleepEnv)
+    RELEASE.clear()
+    try:
+        yield
+    finally:
+        RELEASE.set()
+        for env_id in ("test:PoolQuick-v0", "test:PoolSleep-v0"):
+            gem.envs.registration.registry.pop(env_id, None)
+
+
+def new_session(server, headers: dict, env_id: str) -> str:
+    r = httpx.post(server.url + "/sessions", json={"env_id": env_id}, headers=headers, timeout=30)
+    assert r.status_code == 201, r.text
+    return r.json()["session_id"]
+
+
+def reset(server, headers: dict, sid: str, timeout: float = 60) -> httpx.Response:
+    return httpx.post(f"{server.url}/sessions/{sid}/reset", json={"seed": 0}, headers=headers, timeout=timeout)
+
+
+# ------------------------------------------------------------------ sessions
+def test_one_client_cannot_take_every_session_when_the_total_is_lowered(serve):
+    server = serve(tokens=["alpha", "beta"], max_sessions=10)
+
+    async def flood(headers: dict, count: int) -> list[int]:
+        async with httpx.AsyncClient(base_url=server.url, headers=headers, timeout=30) as client:
+            replies = await asyncio.gather(*(client.post("/sessions", json={"env_id": MASTERMIND}) for _ in range(count)))
+        return sorted(r.status_code for r in replies)
+
+    assert asyncio.run(flood(ALPHA, 12)) == [201] * 5 + [429] * 7  # half of the total, however many it asks
+    assert asyncio.run(flood(BETA, 6)) == [201] * 5 + [429]  # the other half is left for beta
+
+
+def test_the_per_client_session_cap_stays_below_the_total():
+    assert per_client_sessions(10_000) == 1000
+    assert per_client_sessions(1000) == 500  # `gem serve --max-sessions 1000`: one client gets half
+    assert per_client_sessions(3) == 1 and per_client_sessions(1) == 1
+    assert per_client_sessions(1000, 999) == 999  # an operator's own choice below the total stands
+    with pytest.raises(ValueError, match="must be below max_sessions"):
+        per_client_sessions(1000, 1000)
+    with pytest.raises(ValueError, match="at least 1"):
+        per_client_sessions(0)
+
+
+def test_gem_serve_max_sessions_1000_gives_one_client_half(monkeypatch, capsys):
+    from gem.cli import main
+
+    seen = {}
+
+    def fake_serve_app(app, host, port, limits, token_mode, log_level="warning"):
+        seen["per_client"] = app.state.store.max_sessions_per_client
+        seen["total"] = app.state.store.max_sessions
+        return 0
+
+    monkeypatch.setattr("gem.server.cli.serve_app", fake_serve_app)
+    monkeypatch.setenv("GEM_SERVER_TOKEN", "alpha")
+    assert main(["serve", MASTERMIND, "--max-sessions", "1000"]) == 0
+    assert seen == {"per_client": 500, "total": 1000}
+    assert main(["serve", MASTERMIND, "--max-sessions", "1000", "--max-sessions-per-client", "1000"]) != 0
+    assert "must be below max_sessions (1000)" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ sandbox shells
+@pytest.fixture
+def four_slot_shell_sandbox(monkeypatch):
+    """The shared shell sandbox with 4 slots (processes at once) instead of 256."""
+    from gem.tools import bash_tool
+    from gem.utils.sandbox import Sandbox
+
+    box = Sandbox(preload=bash_tool.PRELOAD, slots=4, prefork=1)
+    monkeypatch.setattr(bash_tool, "_shared", box)
+    try:
+        yield box
+    finally:
+        box.close()
+
+
+def test_one_clients_terminals_cannot_take_every_shell_slot(serve, four_slot_shell_sandbox):
+    server = serve(tokens=["alpha", "beta"], call_timeout=20)
+    theirs = [new_session(server, ALPHA, TERMINAL) for _ in range(4)]
+    assert [reset(server, ALPHA, sid).status_code for sid in theirs] == [200, 200, 429, 429]  # half of 4 slots
+    refused = reset(server, ALPHA, theirs[2])
+    assert refused.status_code == 429 and "maximum of 2 shell sandboxes" in refused.json()["error"]["message"]
+    mine = new_session(server, BETA, TERMINAL)
+    start = time.monotonic()
+    answer = reset(server, BETA, mine, timeout=30)
+    assert answer.status_code == 200 and "CountLines" in answer.json()["observation"]
+    assert time.monotonic() - start < 15  # beta got a slot, it did not wait for alpha's to free
+    # closing a session gives its shell back to its client
+    assert httpx.delete(f"{server.url}/sessions/{theirs[0]}", headers=ALPHA).status_code == 200
+    assert reset(server, ALPHA, theirs[2]).status_code == 200
+
+
+def test_shell_quota_counts_per_client_and_releases_once():
+    quota = ShellQuota(per_client=2)
+    first, second = quota.take("a"), quota.take("a")
+    with pytest.raises(Exception, match="maximum of 2"):
+        quota.take("a")
+    other = quota.take("b")  # another client's share is its own
+    first()
+    first()  # a second release changes nothing
+    assert quota.held("a") == 1
+    quota.take("a")
+    with pytest.raises(Exception, match="maximum of 2"):
+        quota.take("a")
+    second()
+    other()
+    assert quota.held("b") == 0
+
+
+# ------------------------------------------------------------------ code-test pools
+def test_one_clients_sleeping_tests_cannot_fill_the_test_pool(serve):
+    server = serve(tokens=["alpha", "beta"], workers=8, per_client_workers=4, call_timeout=8,
+                   test_threads_per_client=8)
+    blocked = [new_session(server, ALPHA, "test:PoolSleep-v0") for _ in range(4)]
+    for sid in blocked:
+        assert reset(server, ALPHA, sid).status_code == 200
+    mine = new_session(server, BETA, "test:PoolQuick-v0")
+    assert reset(server, BETA, mine).status_code == 200
+
+    def step(sid: str, headers: dict) -> httpx.Response:
+        return httpx.post(f"{server.url}/sessions/{sid}/step", json={"action": "x"}, headers=headers, timeout=30)
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        pending = [pool.submit(step, sid, ALPHA) for sid in blocked]  # 32 sleeping tests
+        deadline = time.monotonic() + 10
+        while "gem_workers_busy 4" not in httpx.get(server.url + "/metrics", headers=BETA).text:
+            assert time.monotonic() < deadline, "alpha's steps did not start"
+            time.sleep(0.05)
+        time.sleep(0.3)  # alpha's tests have filled its pool
+        for _ in range(3):
+            start = time.monotonic()
+            r = step(mine, BETA)
+            assert r.status_code == 200 and r.json()["observation"] == "ran 1 tests", r.text
+            assert time.monotonic() - start < 5
+        assert not any(f.done() for f in pending)  # alpha's tests are all still asleep
+        RELEASE.set()
+        results = [f.result(timeout=30).status_code for f in pending]
+    assert all(code in (200, 504) for code in results)  # alpha's own steps wait on alpha's own tests
+
+
+def test_client_pools_run_each_clients_work_apart_and_drop_idle_pools():
+    pools = ClientPools(per_client=2)
+    gate = threading.Event()
+    with acting_for("a"):
+        assert current_client() == "a"
+        slow = [pools.submit(gate.wait, 10) for _ in range(4)]  # fills a's two threads and queues two
+    with acting_for("b"):
+        assert pools.submit(lambda: current_client()).result(timeout=5) is None  # b's pool is free
+    assert current_client() is None
+    assert not any(f.done() for f in slow)
+    gate.set()
+    assert all(f.result(timeout=5) for f in slow)
+    deadline = time.monotonic() + 5
+    while pools.pools() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert pools.pools() == 0
+    pools.shutdown()
+
+
+def test_quotas_are_installed_only_while_a_server_runs(serve):
+    from gem.envs import code_env
+    from gem.tools.bash_tool import shell_sandbox
+
+    assert installed() is None and "session" not in vars(shell_sandbox())
+    server = serve()
+    assert installed() is not None and isinstance(code_env._test_pool(), ClientPools)
+    assert "session" in vars(shell_sandbox())
+    server.stop()
+    assert installed() is None and not isinstance(code_env._test_pool(), ClientPools)
+    assert "session" not in vars(shell_sandbox())
