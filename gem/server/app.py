@@ -10,9 +10,11 @@ Every client is treated as hostile (see docs/scale.md, "Running a server safely"
   :func:`gem.server.limits.uvicorn_config` cuts slow clients and caps open connections;
 - what a client may ask: constructor kwargs are checked against the env's declared schema
   (:mod:`gem.server.schema`) before anything is built;
-- how much it may take: sessions per client and in total are capped exactly, and env calls
-  (make, reset, step, sample) run on a :class:`gem.server.scheduler.FairScheduler` that serves
-  clients round-robin with a per-client share and a time limit per call.
+- how much it may take: sessions per client (below the total: half of it by default) and in
+  total are capped exactly; env calls (make, reset, step, sample) run on a
+  :class:`gem.server.scheduler.FairScheduler` that serves clients round-robin with a per-client
+  share and a time limit per call; sandbox shells and code-test threads, which envs share across
+  the process, are shared per client (:mod:`gem.server.quotas`).
 
 HTTP (JSON bodies; ``Authorization: Bearer <token>`` when the server has tokens):
 
@@ -440,8 +442,9 @@ def create_app(
         allowed_hosts: if given, the only ``Host`` names answered (``gem serve`` on a loopback
             address answers only to loopback names).
         shells_per_client: sandbox sessions (terminal shells, Python-tool kernels) one client may
-            hold at once in each shared sandbox (default half of its slots); test_threads_per_client: threads of each client's own code-test pool
-            (see :mod:`gem.server.quotas`).
+            hold at once in each shared sandbox (default half of its slots);
+            test_threads_per_client: threads of each client's own code-test pool (see
+            :mod:`gem.server.quotas`).
     """
     if env_ids is not None:
         env_ids = list(env_ids)

@@ -63,7 +63,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--shells-per-client", type=int, default=None,
         help="sandbox shells (terminal and code-tool sessions) one client may hold at once in each shared "
-             "sandbox (if not given: half of its slots, 128 of 256)",
+             "sandbox (if not given: half of the 224 of its 256 slots that shells may take)",
     )
     p.add_argument(
         "--test-threads-per-client", type=int, default=DEFAULT_TEST_THREADS_PER_CLIENT,
@@ -91,6 +91,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         import uvicorn  # noqa: F401
 
         from gem.server.app import create_app
+        from gem.server.limits import fit_limits
     except ImportError as exc:
         raise missing_extra("gem serve", "server", exc.name or "fastapi/uvicorn") from exc
     tokens = read_secret(TOKEN_ENV_VAR, args.token_file)
@@ -102,12 +103,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 f"code envs run). Set ${TOKEN_ENV_VAR} or --token-file, or pass --insecure-no-token."
             )
         logger.warning("Serving on %s without a token: anyone who can reach it can run envs.", args.host)
-    limits = ServerLimits(
+    limits, _ = fit_limits(ServerLimits(  # fitted before the app sizes its WebSocket cap from it
         max_body_bytes=args.max_body_bytes,
         header_timeout=args.header_timeout,
         request_timeout=args.request_timeout,
         max_connections=args.max_connections,
-    )
+    ))
     app = create_app(
         args.env_ids or None,
         session_ttl=args.session_ttl,

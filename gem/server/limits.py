@@ -502,14 +502,12 @@ def fit_connections(max_connections: int, open_files: int) -> tuple[int, int]:
     return connections, max(4, min(MAX_ACCEPT_BURST, budget - connections))
 
 
-def uvicorn_config(app: Any, host: str, port: int, limits: ServerLimits, **kwargs: Any) -> Any:
-    """A ``uvicorn.Config`` that holds ``limits``: guarded HTTP protocol, capped WebSocket messages.
+def fit_limits(limits: ServerLimits) -> tuple[ServerLimits, int]:
+    """``(limits, accept_burst)`` with the connection cap fitted to this process's open-files limit.
 
-    The open-files limit is raised as far as allowed; the connection cap and the accept burst are
-    then fitted to it (:func:`fit_connections`, with a warning when the cap is lowered).
+    The limit is raised as far as allowed first; the cap is lowered (with a warning) only when the
+    limit cannot hold it (:func:`fit_connections`). Fitting fitted limits changes nothing.
     """
-    import uvicorn
-
     wanted = limits.max_connections + min(MAX_ACCEPT_BURST, limits.max_connections) + FD_RESERVE
     open_files = raise_open_files(wanted)
     connections, burst = fit_connections(limits.max_connections, open_files)
@@ -522,6 +520,18 @@ def uvicorn_config(app: Any, host: str, port: int, limits: ServerLimits, **kwarg
         from dataclasses import replace
 
         limits = replace(limits, max_connections=connections)
+    return limits, burst
+
+
+def uvicorn_config(app: Any, host: str, port: int, limits: ServerLimits, **kwargs: Any) -> Any:
+    """A ``uvicorn.Config`` that holds ``limits``: guarded HTTP protocol, capped WebSocket messages.
+
+    The open-files limit is raised as far as allowed; the connection cap and the accept burst are
+    then fitted to it (:func:`fit_limits`).
+    """
+    import uvicorn
+
+    limits, burst = fit_limits(limits)
     kwargs.setdefault("backlog", burst)
     return uvicorn.Config(
         app,

@@ -11,7 +11,8 @@ While a server runs (:func:`install`, done by :func:`gem.server.app.create_app`'
 - every env call runs with its client's name in :func:`current_client` (set by the scheduler);
 - a **shell quota**: a client holds at most ``shells_per_client`` sandbox sessions (shells,
   Python-tool kernels) at once in each of the shell sandbox and the default sandbox (by default
-  half of that sandbox's slots, its processes at once); one more raises
+  half of what that sandbox may hold: its slots, the processes it runs at once, less an eighth kept
+  for one-shot runs such as tests); one more, or one past the sandbox's total, raises
   :class:`ClientQuotaExceeded` at once (the server answers 429), instead of waiting for a slot;
 - **test pools**: code-env tests of each client run on a pool of that client's own
   (``test_threads_per_client`` threads), so one client's tests never queue behind another's.
@@ -66,23 +67,29 @@ def run_as(client: Optional[str], fn: Callable[..., Any], *args: Any) -> Any:
 
 
 class ShellQuota:
-    """At most ``per_client`` sandbox sessions held at once per client."""
+    """At most ``per_client`` sandbox sessions held at once per client, and ``total`` in all."""
 
-    def __init__(self, per_client: int) -> None:
+    def __init__(self, per_client: int, total: Optional[int] = None) -> None:
         self.per_client = per_client
+        self.total = total
         self._held: collections.Counter[str] = collections.Counter()
         self._lock = threading.Lock()
 
-    def held(self, client: str) -> int:
-        return self._held[client]
+    def held(self, client: Optional[str] = None) -> int:
+        """Shells held by ``client`` (by every client if ``None``)."""
+        return sum(self._held.values()) if client is None else self._held[client]
 
     def take(self, client: str) -> Callable[[], None]:
         """Take one of ``client``'s shells; returns its release (safe to call more than once)."""
         with self._lock:
             if self._held[client] >= self.per_client:
                 raise ClientQuotaExceeded(
-                    f"This client holds its maximum of {self.per_client} shell sandboxes (terminal or code-tool "
-                    "sessions that were reset and not closed); close some sessions or retry later."
+                    f"This client holds its maximum of {self.per_client} shell sandboxes (terminal or "
+                    "code-tool sessions that were reset and not closed); close some sessions or retry later."
+                )
+            if self.total is not None and sum(self._held.values()) >= self.total:
+                raise ClientQuotaExceeded(
+                    f"All {self.total} shell sandboxes of this server are in use; retry later."
                 )
             self._held[client] += 1
         released = threading.Event()
@@ -191,7 +198,8 @@ _install_lock = threading.Lock()
 
 def check_numbers(shells_per_client: Optional[int], test_threads_per_client: int) -> None:
     """Raise ValueError unless both are positive ints (``shells_per_client`` may be None)."""
-    for name, value in (("shells_per_client", shells_per_client), ("test_threads_per_client", test_threads_per_client)):
+    numbers = {"shells_per_client": shells_per_client, "test_threads_per_client": test_threads_per_client}
+    for name, value in numbers.items():
         if value is None and name == "shells_per_client":
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -205,7 +213,7 @@ def install(
     """Share this process's sandboxes and code-test threads per client; returns the uninstall.
 
     Process-wide: servers in one process share one installation (the first one's numbers).
-    ``shells_per_client=None``: half of each sandbox's slots.
+    ``shells_per_client=None``: half of what each sandbox may hold (:func:`shell_capacity`).
     """
     global _installed
     check_numbers(shells_per_client, test_threads_per_client)
@@ -237,6 +245,12 @@ def installed() -> Optional[_Installed]:
     return _installed
 
 
+def shell_capacity(slots: int) -> int:
+    """Shells a sandbox of ``slots`` may hold in all: an eighth of its slots (at least one) stays
+    free for one-shot runs (tests, a terminal task's grading), which never hold a slot for long."""
+    return max(1, slots - max(1, slots // 8))
+
+
 def sandbox_slots(sandbox: Any) -> int:
     """How many processes ``sandbox`` runs at once (its ``slots``; 256 if it does not say)."""
     slots = getattr(sandbox, "slots", None) or getattr(sandbox, "_config", {}).get("slots")
@@ -257,7 +271,8 @@ def _do_install(shells_per_client: Optional[int], test_threads_per_client: int) 
     except ImportError:  # pragma: no cover - part of the package; kept optional for trimmed installs
         logger.debug("no shell sandbox to share per client")
     for box in boxes:
-        quota = ShellQuota(shells_per_client or max(1, sandbox_slots(box) // 2))
+        capacity = shell_capacity(sandbox_slots(box))
+        quota = ShellQuota(min(shells_per_client or max(1, capacity // 2), capacity), total=capacity)
         shells.append(quota)
         undo.append(quota.guard(box))
     try:

@@ -118,12 +118,12 @@ def test_gem_serve_max_sessions_1000_gives_one_client_half(monkeypatch, capsys):
 
 # ------------------------------------------------------------------ sandbox shells
 @pytest.fixture
-def four_slot_shell_sandbox(monkeypatch):
-    """The shared shell sandbox with 4 slots (processes at once) instead of 256."""
+def eight_slot_shell_sandbox(monkeypatch):
+    """The shared shell sandbox with 8 slots (processes at once) instead of 256: 7 for shells."""
     from gem.tools import bash_tool
     from gem.utils.sandbox import Sandbox
 
-    box = Sandbox(preload=bash_tool.PRELOAD, slots=4, prefork=1)
+    box = Sandbox(preload=bash_tool.PRELOAD, slots=8, prefork=1)
     monkeypatch.setattr(bash_tool, "_shared", box)
     try:
         yield box
@@ -131,24 +131,36 @@ def four_slot_shell_sandbox(monkeypatch):
         box.close()
 
 
-def test_one_clients_terminals_cannot_take_every_shell_slot(serve, four_slot_shell_sandbox):
-    server = serve(tokens=["alpha", "beta"], call_timeout=20)
-    theirs = [new_session(server, ALPHA, TERMINAL) for _ in range(4)]
-    assert [reset(server, ALPHA, sid).status_code for sid in theirs] == [200, 200, 429, 429]  # half of 4 slots
-    refused = reset(server, ALPHA, theirs[2])
-    assert refused.status_code == 429 and "maximum of 2 shell sandboxes" in refused.json()["error"]["message"]
-    mine = new_session(server, BETA, TERMINAL)
+def test_one_clients_terminals_cannot_take_every_shell_slot(serve, eight_slot_shell_sandbox):
+    server = serve(tokens=["alpha", "beta", "gamma"], call_timeout=20)
+    theirs = [new_session(server, ALPHA, TERMINAL) for _ in range(5)]
+    assert [reset(server, ALPHA, sid).status_code for sid in theirs] == [200] * 3 + [429] * 2  # half of 7
+    refused = reset(server, ALPHA, theirs[3])
+    assert refused.status_code == 429 and "maximum of 3 shell sandboxes" in refused.json()["error"]["message"]
+    mine = [new_session(server, BETA, TERMINAL) for _ in range(3)]
     start = time.monotonic()
-    answer = reset(server, BETA, mine, timeout=30)
-    assert answer.status_code == 200 and "CountLines" in answer.json()["observation"]
-    assert time.monotonic() - start < 15  # beta got a slot, it did not wait for alpha's to free
-    # closing a session gives its shell back to its client
+    for sid in mine:
+        answer = reset(server, BETA, sid, timeout=30)
+        assert answer.status_code == 200 and "CountLines" in answer.json()["observation"]
+    assert time.monotonic() - start < 30  # beta got its shells at once, it did not wait for alpha's
+    # 6 of 7 shells are held: the last one goes to gamma, and past it the server says so at once
+    third = [new_session(server, {"Authorization": "Bearer gamma"}, TERMINAL) for _ in range(2)]
+    assert reset(server, {"Authorization": "Bearer gamma"}, third[0]).status_code == 200
+    full = reset(server, {"Authorization": "Bearer gamma"}, third[1], timeout=30)
+    assert full.status_code == 429 and "All 7 shell sandboxes" in full.json()["error"]["message"]
+    # closing a session gives its shell back
     assert httpx.delete(f"{server.url}/sessions/{theirs[0]}", headers=ALPHA).status_code == 200
-    assert reset(server, ALPHA, theirs[2]).status_code == 200
+    assert reset(server, ALPHA, theirs[3]).status_code == 200
+    # a finished episode is graded by a one-shot run in the slot kept free: it does not wait
+    obs = httpx.post(f"{server.url}/sessions/{mine[0]}/step", json={"action": "<bash>wc -l < data.txt > count.txt</bash>"},
+                     headers=BETA, timeout=30)
+    assert obs.status_code == 200
+    done = httpx.post(f"{server.url}/sessions/{mine[0]}/step", json={"action": "<done/>"}, headers=BETA, timeout=30)
+    assert done.status_code == 200 and done.json()["terminated"] and done.json()["reward"] == 1.0, done.text
 
 
 def test_shell_quota_counts_per_client_and_releases_once():
-    quota = ShellQuota(per_client=2)
+    quota = ShellQuota(per_client=2, total=4)
     first, second = quota.take("a"), quota.take("a")
     with pytest.raises(Exception, match="maximum of 2"):
         quota.take("a")
@@ -159,9 +171,12 @@ def test_shell_quota_counts_per_client_and_releases_once():
     quota.take("a")
     with pytest.raises(Exception, match="maximum of 2"):
         quota.take("a")
+    quota.take("b")
+    with pytest.raises(Exception, match="All 4 shell sandboxes"):
+        quota.take("c")  # the total holds whoever asks
     second()
     other()
-    assert quota.held("b") == 0
+    assert quota.held("a") == 1 and quota.held("b") == 1 and quota.held() == 2
 
 
 # ------------------------------------------------------------------ code-test pools
