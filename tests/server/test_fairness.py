@@ -240,3 +240,48 @@ def test_quotas_are_installed_only_while_a_server_runs(serve):
     server.stop()
     assert installed() is None and not isinstance(code_env._test_pool(), ClientPools)
     assert "session" not in vars(shell_sandbox())
+
+
+PAIRS_WITH_SUM = """```python
+import sys
+from collections import Counter
+data = sys.stdin.read().split()
+n, k = int(data[0]), int(data[1])
+seen, pairs = Counter(), 0
+for x in map(int, data[2:2 + n]):
+    pairs += seen[k - x]
+    seen[x] += 1
+print(pairs)
+```"""
+SLEEPS = "```python\nimport time\ntime.sleep(60)\n```"
+
+
+@pytest.mark.slow
+def test_real_code_env_programs_that_sleep_do_not_time_out_another_clients_step(serve):
+    """CodeEnv itself: alpha's programs sleep through their tests, beta's correct program is graded."""
+    server = serve(tokens=["alpha", "beta"], call_timeout=12)
+    kwargs = {"test_timeout": 2.0}  # each sleeping test is killed after its wall limit of 6 s
+
+    def session(headers: dict) -> str:
+        r = httpx.post(server.url + "/sessions", json={"env_id": "code:Bundled", "kwargs": kwargs},
+                       headers=headers, timeout=30)
+        assert r.status_code == 201, r.text
+        sid = r.json()["session_id"]
+        assert "Pairs with sum" in reset(server, headers, sid).json()["observation"]
+        return sid
+
+    def step(sid: str, headers: dict, action: str) -> httpx.Response:
+        return httpx.post(f"{server.url}/sessions/{sid}/step", json={"action": action}, headers=headers, timeout=60)
+
+    sleepers = [session(ALPHA) for _ in range(4)]
+    mine = session(BETA)
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        pending = [pool.submit(step, sid, ALPHA, SLEEPS) for sid in sleepers]
+        time.sleep(1.0)  # alpha's 40 tests are queued or asleep
+        r = step(mine, BETA, PAIRS_WITH_SUM)
+        assert r.status_code == 200, r.text  # before per-client pools: 504 behind alpha's sleepers
+        assert r.json()["reward"] == 1.0 and r.json()["info"]["passed"] == r.json()["info"]["total"]
+        # alpha's steps earn nothing: ungraded (500, an infrastructure error: the program slept), or
+        # over their time limit (504) waiting on alpha's own pool
+        for reply in (f.result(timeout=120) for f in pending):
+            assert reply.status_code in (500, 504) or reply.json()["reward"] == 0.0, reply.text
