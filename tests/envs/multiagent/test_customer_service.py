@@ -197,7 +197,7 @@ def answer_reward(index: int, message: str, outputs=None) -> float:
     return reward
 
 
-TOTAL_ENDING_IN_ZERO = next(i for i, t in enumerate(TASKS) if t["outputs"] and t["outputs"][0].endswith("0"))
+TOTAL_ENDING_IN_ZERO = next(i for i, t in enumerate(TASKS) if t["outputs"] == ["147.50"])  # said in words below
 
 
 @pytest.mark.parametrize("glued", ["pendingprocesseddeliveredcancelled", "deliveredprocessedpending",
@@ -222,15 +222,21 @@ def test_numeric_variants_that_hedge_between_values_earn_nothing():
     answer = TASKS[index]["outputs"][0]
     shifted = answer.replace(".", "")[:-1] + "." + answer[-1]  # 331.91 -> 3319.1: another value
     for message in (f"You paid {answer} or {shifted}.", f"You paid {answer} (or $99).", f"{answer} or 12 dollars",
-                    f"You paid {answer} or {answer}1.", f"You paid {answer} or 0.5."):
+                    f"You paid {answer} or {answer}1.", f"You paid {answer} or 0.5.",
+                    f"You paid {answer}, or maybe two hundred dollars.", f"{answer}, or ninety-nine cents",
+                    f"{answer} or 20 bucks", f"{answer} or 3 dollars and 10 cents"):
         assert answer_reward(index, message) == 0.0, message
 
 
 def test_a_correct_amount_earns_in_any_reasonable_formatting():
     answer = TASKS[TOTAL_ENDING_IN_ZERO]["outputs"][0]
     short = answer.rstrip("0")  # 147.50 -> 147.5
+    dollars, cents = answer.split(".")
     for message in (f"You paid {answer}.", f"You paid ${short} in total.", f"You paid {answer}0 dollars.",
-                    f"You paid {short} USD.", f"That was {answer} ({short} USD) for 2 items, zip 75069."):
+                    f"You paid {short} USD.", f"That was {answer} ({short} USD) for 2 items, zip 75069.",
+                    f"You paid {dollars} dollars and {cents} cents.",
+                    "You paid one hundred forty-seven dollars and fifty cents.",
+                    f"You paid {answer} (one hundred and forty-seven dollars and fifty cents) for two items."):
         assert answer_reward(TOTAL_ENDING_IN_ZERO, message) == 1.0, message
     assert answer_reward(TOTAL_ENDING_IN_ZERO, f"You paid {answer}1.") == 0.0  # a longer number is another value
 

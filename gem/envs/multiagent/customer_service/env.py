@@ -302,8 +302,10 @@ class CustomerServiceEnv(MultiAgentEnv):
 # any message mentions another value of that kind, so naming several candidates earns nothing:
 # - an order status: the closed set below, each a whole word; statuses glued into one word
 #   ("pendingprocessed") mention each of them; "canceled" is "cancelled";
-# - an amount (the answer is a decimal number, or starts with "$"): every decimal number, and every
-#   integer written with "$" or followed by "dollars"/"usd", compared by value ("147.5" is 147.50);
+# - an amount (the answer is a decimal number, or starts with "$"): every decimal number; every
+#   integer written with "$" or followed by "dollars"/"usd"/"bucks" ("147 dollars and 50 cents"
+#   is 147.50) or "cents"; every amount in words ("one hundred forty-seven dollars and fifty
+#   cents"); all compared by value ("147.5" is 147.50);
 #   a digit run with two or more points ("147.50233.16", two amounts glued) is never a clean value;
 #   bare integers (counts, zip codes, ids) are not amounts;
 # - any other answer holding a digit (an order id "#W0008062", "ORD123"): it is said standing alone
@@ -314,7 +316,9 @@ _STATUSES = ("pending", "processed", "delivered", "cancelled", "return requested
 _STATUS_ATOM = r"pending|processed|delivered|cancel{1,2}ed|return[\s_-]*requested|exchange[\s_-]*requested"
 _STATUS_RUN = re.compile(rf"(?<![a-z])(?:{_STATUS_ATOM})+(?![a-z])")
 _STATUS_PART = re.compile(_STATUS_ATOM)
-_NUMBER = re.compile(r"(?<![\d.])(\$\s*)?(\d+(?:\.\d+)*)(?:\s*(dollars?|usd)\b)?(?!\d|\.\d)")
+_NUMBER = re.compile(
+    r"(?<![\d.])(\$\s*)?(\d+(?:\.\d+)*)(?:\s*(dollars?|usd|bucks|cents?)\b(?:\s+and\s+(\d+)\s+cents?\b)?)?(?!\d|\.\d)"
+)
 _AMOUNT_ANSWER = re.compile(r"\$?\s*\d+\.\d+|\$\s*\d+")
 _GLUED = "glued"  # the value of a digit run that holds several amounts: never an answer
 
@@ -328,14 +332,44 @@ def _statuses(text: str) -> list[Any]:
     return [_canonical_status(part) for run in _STATUS_RUN.finditer(text) for part in _STATUS_PART.findall(run.group())]
 
 
+_UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+          "sixteen seventeen eighteen nineteen").split()
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_NUMBER_WORDS = {w: i for i, w in enumerate(_UNITS)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+_WORD = "|".join([*_NUMBER_WORDS, *_SCALES])
+_WORDS = rf"(?:{_WORD})(?:[\s-]+(?:and[\s-]+)?(?:{_WORD}))*"
+_SPELLED = re.compile(
+    rf"\b(?:({_WORDS})\s+(?:us\s+)?(?:dollars?|bucks|usd)(?:\s+and\s+({_WORDS})\s+cents?)?|({_WORDS})\s+cents?)\b"
+)
+
+
+def _spelled(words: str) -> int:
+    """The value of number words ("one hundred forty-seven")."""
+    total = current = 0
+    for word in re.split(r"[\s-]+", words):
+        if word in _NUMBER_WORDS:
+            current += _NUMBER_WORDS[word]
+        elif word == "hundred":
+            current = max(current, 1) * 100
+        elif word in _SCALES:
+            total, current = total + max(current, 1) * _SCALES[word], 0
+    return total + current
+
+
 def _amounts(text: str) -> list[Any]:
     found: list[Any] = []
     for match in _NUMBER.finditer(text):
-        dollar, digits, unit = match.groups()
+        dollar, digits, unit, cents = match.groups()
         if digits.count(".") > 1:
             found.append(_GLUED)
+        elif unit and unit.startswith("cent") and not dollar:
+            found.append(Decimal(digits) / 100)
         elif "." in digits or dollar or unit:
-            found.append(Decimal(digits))
+            found.append(Decimal(digits) + (Decimal(cents) / 100 if cents else 0))
+    for match in _SPELLED.finditer(text):  # "one hundred forty-seven dollars and fifty cents"
+        dollars, cents, only_cents = match.groups()
+        found.append(Decimal(_spelled(dollars or "zero")) + Decimal(_spelled(cents or only_cents or "zero")) / 100)
     return found
 
 
