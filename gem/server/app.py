@@ -192,6 +192,9 @@ class SessionStore:
             raise ApiError("bad_request", f"{env_id}: {exc}", type(exc).__name__) from exc
         except ApiError:
             raise
+        except ClientQuotaExceeded as exc:  # an env that opens its shell when made
+            self.metrics.refused += 1
+            raise ApiError("too_many_sessions", str(exc), "ClientQuotaExceeded") from exc
         except Exception as exc:  # noqa: BLE001 - any failure of the env's constructor goes to the client
             self.metrics.errors += 1
             raise ApiError(

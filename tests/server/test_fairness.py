@@ -159,6 +159,34 @@ def test_one_clients_terminals_cannot_take_every_shell_slot(serve, eight_slot_sh
     assert done.status_code == 200 and done.json()["terminated"] and done.json()["reward"] == 1.0, done.text
 
 
+class ShellAtMakeEnv(PoolEnv):
+    """Opens its sandbox session when made (a session starts its process only on its first cell)."""
+
+    def __init__(self):
+        super().__init__()
+        from gem.tools.bash_tool import shell_sandbox
+
+        self.shell = shell_sandbox().session()
+
+    def close(self):
+        self.shell.close()
+
+
+def test_an_env_that_opens_its_shell_when_made_gets_429_past_the_quota(serve):
+    gem.register("test:ShellAtMake-v0", ShellAtMakeEnv)
+    try:
+        server = serve(tokens=["alpha", "beta"], shells_per_client=1)
+        statuses = [httpx.post(server.url + "/sessions", json={"env_id": "test:ShellAtMake-v0"}, headers=ALPHA,
+                               timeout=30) for _ in range(2)]
+        assert [r.status_code for r in statuses] == [201, 429]
+        assert "maximum of 1 shell sandboxes" in statuses[1].json()["error"]["message"]
+        assert new_session(server, BETA, "test:ShellAtMake-v0")  # beta's share is its own
+        assert httpx.delete(f"{server.url}/sessions/{statuses[0].json()['session_id']}", headers=ALPHA).status_code == 200
+        assert new_session(server, ALPHA, "test:ShellAtMake-v0")  # closing gave alpha's shell back
+    finally:
+        gem.envs.registration.registry.pop("test:ShellAtMake-v0", None)
+
+
 def test_shell_quota_counts_per_client_and_releases_once():
     quota = ShellQuota(per_client=2, total=4)
     first, second = quota.take("a"), quota.take("a")
