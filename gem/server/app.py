@@ -10,9 +10,11 @@ Every client is treated as hostile (see docs/scale.md, "Running a server safely"
   :func:`gem.server.limits.uvicorn_config` cuts slow clients and caps open connections;
 - what a client may ask: constructor kwargs are checked against the env's declared schema
   (:mod:`gem.server.schema`) before anything is built;
-- how much it may take: sessions per client and in total are capped exactly, and env calls
-  (make, reset, step, sample) run on a :class:`gem.server.scheduler.FairScheduler` that serves
-  clients round-robin with a per-client share and a time limit per call.
+- how much it may take: sessions per client (below the total: half of it by default) and in
+  total are capped exactly; env calls (make, reset, step, sample) run on a
+  :class:`gem.server.scheduler.FairScheduler` that serves clients round-robin with a per-client
+  share and a time limit per call; sandbox shells and code-test threads, which envs share across
+  the process, are shared per client (:mod:`gem.server.quotas`).
 
 HTTP (JSON bodies; ``Authorization: Bearer <token>`` when the server has tokens):
 
@@ -61,6 +63,12 @@ from gem.server.protocol import (
     DEFAULT_WORKERS,
     ERROR_STATUS,
     jsonable,
+)
+from gem.server.quotas import (
+        DEFAULT_TEST_THREADS_PER_CLIENT,
+    ClientQuotaExceeded,
+    check_numbers as check_quota_numbers,
+    install as install_quotas,
 )
 from gem.server.scheduler import CallTimeout, FairScheduler
 from gem.server.schema import ClientKwargs, KwargsError, check_kwargs
@@ -184,6 +192,9 @@ class SessionStore:
             raise ApiError("bad_request", f"{env_id}: {exc}", type(exc).__name__) from exc
         except ApiError:
             raise
+        except ClientQuotaExceeded as exc:  # an env that opens its shell when made
+            self.metrics.refused += 1
+            raise ApiError("too_many_sessions", str(exc), "ClientQuotaExceeded") from exc
         except Exception as exc:  # noqa: BLE001 - any failure of the env's constructor goes to the client
             self.metrics.errors += 1
             raise ApiError(
@@ -277,6 +288,9 @@ class SessionStore:
             raise
         except ResetNeeded as exc:
             raise ApiError("reset_needed", str(exc), "ResetNeeded") from exc
+        except ClientQuotaExceeded as exc:
+            self.metrics.refused += 1
+            raise ApiError("too_many_sessions", str(exc), "ClientQuotaExceeded") from exc
         except Exception as exc:
             self.metrics.errors += 1
             logger.exception("Session %s (%s) raised", session_id, session.env_id)
@@ -375,6 +389,23 @@ def _client(conn: Union[Request, WebSocket]) -> str:
     return conn.scope.get(CLIENT_SCOPE_KEY, "local")
 
 
+def per_client_sessions(max_sessions: int, asked: Optional[int] = None) -> int:
+    """Sessions one client may hold: ``asked`` if given (it must be below ``max_sessions``), else
+    the default per-client cap, lowered to half of ``max_sessions`` so one client cannot take all."""
+    if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
+        raise ValueError(f"max_sessions must be at least 1, got {max_sessions!r}.")
+    if asked is None:
+        return max(1, min(DEFAULT_MAX_SESSIONS_PER_CLIENT, max_sessions // 2))
+    if isinstance(asked, bool) or not isinstance(asked, int) or asked < 1:
+        raise ValueError(f"max_sessions_per_client must be at least 1, got {asked!r}.")
+    if asked >= max_sessions > 1:
+        raise ValueError(
+            f"max_sessions_per_client ({asked}) must be below max_sessions ({max_sessions}), or one client could "
+            f"hold every session and refuse all others; leave it out to use half ({max(1, max_sessions // 2)})."
+        )
+    return asked
+
+
 def create_app(
     env_ids: Optional[Sequence[str]] = None,
     token: Optional[str] = None,
@@ -385,11 +416,13 @@ def create_app(
     allow_origins: Sequence[str] = (),
     limits: Optional[ServerLimits] = None,
     client_kwargs: Union[ClientKwargs, str] = ClientKwargs.DECLARED,
-    max_sessions_per_client: int = DEFAULT_MAX_SESSIONS_PER_CLIENT,
+    max_sessions_per_client: Optional[int] = None,
     workers: int = DEFAULT_WORKERS,
     per_client_workers: Optional[int] = None,
     call_timeout: float = DEFAULT_CALL_TIMEOUT,
     allowed_hosts: Optional[Sequence[str]] = None,
+    shells_per_client: Optional[int] = None,
+    test_threads_per_client: int = DEFAULT_TEST_THREADS_PER_CLIENT,
 ) -> FastAPI:
     """The server app (run it with uvicorn, or ``gem serve``).
 
@@ -403,12 +436,18 @@ def create_app(
         limits: body, time and connection limits (:class:`ServerLimits`).
         client_kwargs: ``"declared"`` (kwargs only as each env's schema declares, the default),
             ``"typed"`` or ``"any"`` (see :mod:`gem.server.schema`).
-        max_sessions_per_client: sessions one client (token, or peer address) may hold.
+        max_sessions_per_client: sessions one client (token, or peer address) may hold (default
+            :func:`per_client_sessions`: 1000, and at most half of ``max_sessions``); it must be
+            below ``max_sessions``, so no client can take every session.
         workers: threads running env calls; per_client_workers: how many of them one client may
             use at once (default half).
         call_timeout: seconds one env call (make, reset, step, sample) may wait and run.
         allowed_hosts: if given, the only ``Host`` names answered (``gem serve`` on a loopback
             address answers only to loopback names).
+        shells_per_client: sandbox sessions (terminal shells, Python-tool kernels) one client may
+            hold at once in each shared sandbox (default half of its slots);
+            test_threads_per_client: threads of each client's own code-test pool (see
+            :mod:`gem.server.quotas`).
     """
     if env_ids is not None:
         env_ids = list(env_ids)
@@ -418,8 +457,8 @@ def create_app(
         raise ValueError(f"session_ttl must be positive seconds, got {session_ttl!r}.")
     if max_sessions < 1:
         raise ValueError(f"max_sessions must be at least 1, got {max_sessions!r}.")
-    if max_sessions_per_client < 1:
-        raise ValueError(f"max_sessions_per_client must be at least 1, got {max_sessions_per_client!r}.")
+    max_sessions_per_client = per_client_sessions(max_sessions, max_sessions_per_client)
+    check_quota_numbers(shells_per_client, test_threads_per_client)
     if not call_timeout > 0:
         raise ValueError(f"call_timeout must be positive seconds, got {call_timeout!r}.")
     all_tokens = ([token] if token else []) + list(tokens)
@@ -440,10 +479,12 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> Any:
         task = asyncio.create_task(sweep())
+        uninstall_quotas = install_quotas(shells_per_client, test_threads_per_client)
         try:
             yield
         finally:
             task.cancel()
+            uninstall_quotas()
             try:  # envs still busy in a call are left to finish on their own
                 await asyncio.wait_for(store.close_all(), SHUTDOWN_CLOSE_TIMEOUT)
             except asyncio.TimeoutError:

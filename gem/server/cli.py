@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
+from typing import Any
 
 from gem.server.limits import LOOPBACK_HOSTS, ServerLimits, is_loopback, read_secret, scrub_environ
 from gem.server.protocol import (
@@ -21,6 +23,7 @@ from gem.server.protocol import (
     DEFAULT_WORKERS,
     TOKEN_ENV_VAR,
 )
+from gem.server.quotas import DEFAULT_TEST_THREADS_PER_CLIENT
 from gem.server.schema import ClientKwargs
 
 logger = logging.getLogger(__name__)
@@ -53,8 +56,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--session-ttl", type=float, default=DEFAULT_SESSION_TTL, help="idle seconds before a session closes")
     p.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS, help="sessions open at once, in total")
     p.add_argument(
-        "--max-sessions-per-client", type=int, default=DEFAULT_MAX_SESSIONS_PER_CLIENT,
-        help="sessions one client (token, or address without tokens) may hold",
+        "--max-sessions-per-client", type=int, default=None,
+        help=f"sessions one client (token, or address without tokens) may hold, below --max-sessions "
+             f"(if not given: {DEFAULT_MAX_SESSIONS_PER_CLIENT}, and at most half of --max-sessions)",
+    )
+    p.add_argument(
+        "--shells-per-client", type=int, default=None,
+        help="sandbox shells (terminal and code-tool sessions) one client may hold at once in each shared "
+             "sandbox (if not given: half of the 224 of its 256 slots that shells may take)",
+    )
+    p.add_argument(
+        "--test-threads-per-client", type=int, default=DEFAULT_TEST_THREADS_PER_CLIENT,
+        help="threads of each client's own pool for code-env tests",
     )
     p.add_argument("--workers", type=int, default=DEFAULT_WORKERS, help="threads running env calls")
     p.add_argument("--per-client-workers", type=int, default=None, help="workers one client may use at once (default half)")
@@ -75,10 +88,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"the programs envs run. Put the token in ${TOKEN_ENV_VAR} or in a file (--token-file PATH, chmod 600)."
         )
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401
 
         from gem.server.app import create_app
-        from gem.server.limits import uvicorn_config
+        from gem.server.limits import fit_limits
     except ImportError as exc:
         raise missing_extra("gem serve", "server", exc.name or "fastapi/uvicorn") from exc
     tokens = read_secret(TOKEN_ENV_VAR, args.token_file)
@@ -90,12 +103,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 f"code envs run). Set ${TOKEN_ENV_VAR} or --token-file, or pass --insecure-no-token."
             )
         logger.warning("Serving on %s without a token: anyone who can reach it can run envs.", args.host)
-    limits = ServerLimits(
+    limits, _ = fit_limits(ServerLimits(  # fitted before the app sizes its WebSocket cap from it
         max_body_bytes=args.max_body_bytes,
         header_timeout=args.header_timeout,
         request_timeout=args.request_timeout,
         max_connections=args.max_connections,
-    )
+    ))
     app = create_app(
         args.env_ids or None,
         session_ttl=args.session_ttl,
@@ -105,12 +118,55 @@ def cmd_serve(args: argparse.Namespace) -> int:
         limits=limits,
         client_kwargs=args.client_kwargs,
         max_sessions_per_client=args.max_sessions_per_client,
+        shells_per_client=args.shells_per_client,
+        test_threads_per_client=args.test_threads_per_client,
         workers=args.workers,
         per_client_workers=args.per_client_workers,
         call_timeout=args.call_timeout,
         allowed_hosts=[*LOOPBACK_HOSTS, args.host] if is_loopback(args.host) else None,
     )
+    token_mode = _token_mode(len(tokens), args.host)
     del tokens
     log_level = "info" if args.verbose else "warning"
-    uvicorn.Server(uvicorn_config(app, args.host, args.port, limits, log_level=log_level)).run()
+    return serve_app(app, args.host, args.port, limits, token_mode, log_level=log_level)
+
+
+def _token_mode(count: int, host: str) -> str:
+    """How clients are admitted, in words for the start line."""
+    if count:
+        return f"token required ({count} accepted; each is one client for quotas)"
+    if is_loopback(host):
+        return "no token (only this machine can connect; each local address is one client)"
+    return "NO TOKEN (--insecure-no-token: anyone who reaches this address can run envs)"
+
+
+def serve_app(app: Any, host: str, port: int, limits: ServerLimits, token_mode: str, log_level: str = "warning") -> int:
+    """Run ``app`` until Ctrl-C or SIGTERM: one line when it listens, one when it stops; returns 0."""
+    import uvicorn
+
+    from gem.server.limits import uvicorn_config
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:
+                bound = self.servers[0].sockets[0].getsockname() if self.servers else (host, port)
+                shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+                logger.info("gem serve: listening on http://%s:%d, %s", shown, bound[1], token_mode)
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            # A signal asks for a clean stop (a second Ctrl-C forces it); uvicorn would raise the
+            # signal again after stopping, which ends the process with a traceback and status 130.
+            self.signal_name = "Ctrl-C" if sig == signal.SIGINT else signal.Signals(sig).name
+            if self.should_exit and sig == signal.SIGINT:
+                self.force_exit = True
+            self.should_exit = True
+
+    logger.setLevel(logging.INFO)  # the start and stop lines show without --verbose
+    server = Server(uvicorn_config(app, host, port, limits, log_level=log_level))
+    server.signal_name = None
+    server.run()
+    if server.signal_name is None and not server.started:
+        return 1  # uvicorn has logged why it could not start (an address in use, ...)
+    logger.info("gem serve: stopped (%s)", server.signal_name or "shut down")
     return 0

@@ -480,23 +480,59 @@ def raise_open_files(wanted: int) -> int:
     return soft
 
 
-def uvicorn_config(app: Any, host: str, port: int, limits: ServerLimits, **kwargs: Any) -> Any:
-    """A ``uvicorn.Config`` that holds ``limits``: guarded HTTP protocol, capped WebSocket messages.
+FD_RESERVE = 64  # descriptors kept for the process itself (its files, sandbox sockets, pipes)
+MAX_ACCEPT_BURST = 2048  # uvicorn's default listen backlog
 
-    The connection cap is lowered if the open-files limit cannot hold it (with a warning).
+
+def fit_connections(max_connections: int, open_files: int) -> tuple[int, int]:
+    """``(connections, accept_burst)`` that fit in ``open_files`` descriptors.
+
+    The event loop accepts up to ``accept_burst`` connections in one go (the listen backlog) before
+    the over-the-cap ones it evicts are closed, so at worst the server holds ``connections +
+    accept_burst`` sockets plus :data:`FD_RESERVE` of its own. When that exceeds the open-files
+    limit, accept fails (EMFILE), the event loop stops accepting for a second, and ``/health``
+    waits behind the flood; so both numbers are cut to fit, three quarters of what is left to
+    connections and the rest to the burst.
     """
-    import uvicorn
+    budget = max(open_files - FD_RESERVE, 16)
+    burst = min(MAX_ACCEPT_BURST, max_connections)
+    if max_connections + burst <= budget:
+        return max_connections, burst
+    connections = max(8, min(max_connections, budget * 3 // 4))
+    return connections, max(4, min(MAX_ACCEPT_BURST, budget - connections))
 
-    open_files = raise_open_files(limits.max_connections + 256)
-    if open_files < limits.max_connections + 64:
-        fitted = max(16, open_files - 64)
+
+def fit_limits(limits: ServerLimits) -> tuple[ServerLimits, int]:
+    """``(limits, accept_burst)`` with the connection cap fitted to this process's open-files limit.
+
+    The limit is raised as far as allowed first; the cap is lowered (with a warning) only when the
+    limit cannot hold it (:func:`fit_connections`). Fitting fitted limits changes nothing.
+    """
+    wanted = limits.max_connections + min(MAX_ACCEPT_BURST, limits.max_connections) + FD_RESERVE
+    open_files = raise_open_files(wanted)
+    connections, burst = fit_connections(limits.max_connections, open_files)
+    if connections < limits.max_connections:
         logger.warning(
-            "The open-files limit is %d: serving at most %d connections instead of %d.",
-            open_files, fitted, limits.max_connections,
+            "The open-files limit is %d: serving at most %d connections instead of %d "
+            "(raise it with `ulimit -n` to serve more).",
+            open_files, connections, limits.max_connections,
         )
         from dataclasses import replace
 
-        limits = replace(limits, max_connections=fitted)
+        limits = replace(limits, max_connections=connections)
+    return limits, burst
+
+
+def uvicorn_config(app: Any, host: str, port: int, limits: ServerLimits, **kwargs: Any) -> Any:
+    """A ``uvicorn.Config`` that holds ``limits``: guarded HTTP protocol, capped WebSocket messages.
+
+    The open-files limit is raised as far as allowed; the connection cap and the accept burst are
+    then fitted to it (:func:`fit_limits`).
+    """
+    import uvicorn
+
+    limits, burst = fit_limits(limits)
+    kwargs.setdefault("backlog", burst)
     return uvicorn.Config(
         app,
         host=host,

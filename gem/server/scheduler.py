@@ -15,6 +15,8 @@ import collections
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional
 
+from gem.server.quotas import run_as
+
 
 class CallTimeout(Exception):
     """A call did not finish (or did not start) within its time limit."""
@@ -93,7 +95,7 @@ class FairScheduler:
                 raise CallTimeout(timeout, started=False) from None
             raise
         try:
-            future = self._executor.submit(fn, *args)
+            future = self._executor.submit(run_as, client, fn, *args)  # the env's work knows its client
         except BaseException:
             self._release(client)
             if on_done is not None:

@@ -187,6 +187,82 @@ def test_listing_every_candidate_answer_earns_nothing():
     assert terminated and reward == 0.0
 
 
+def answer_reward(index: int, message: str, outputs=None) -> float:
+    """The reward of answering task ``index`` at once with ``message`` (optionally other outputs)."""
+    env, _, _ = view(index)
+    if outputs is not None:
+        env.game.task = dict(env.game.task, outputs=outputs)
+    obs, reward, terminated, *_ = env.step(message)
+    assert terminated
+    return reward
+
+
+TOTAL_ENDING_IN_ZERO = next(i for i, t in enumerate(TASKS) if t["outputs"] == ["147.50"])  # said in words below
+
+
+@pytest.mark.parametrize("glued", ["pendingprocesseddeliveredcancelled", "deliveredprocessedpending",
+                                   "pending,processed,delivered", "Pending-Processed", "processedpendingdelivered"])
+def test_statuses_glued_into_one_word_earn_nothing(glued):
+    for kind in ("pending", "processed", "delivered"):
+        index = next(i for i, t in enumerate(TASKS) if t["outputs"] == [kind])
+        assert answer_reward(index, f"Your order is {glued}.") == 0.0
+        assert answer_reward(index, f"Your order is {kind}.") == 1.0
+
+
+def test_amounts_glued_together_earn_nothing():
+    index = task_of("order_total")
+    answer = TASKS[index]["outputs"][0]
+    for message in (f"You paid {answer}99.99.", f"You paid 99.99{answer}.", f"You paid {answer}.99.99",
+                    f"You paid {answer}$99.99.", f"You paid {answer}usd99.99."):
+        assert answer_reward(index, message) == 0.0, message
+
+
+def test_numeric_variants_that_hedge_between_values_earn_nothing():
+    index = task_of("order_total")
+    answer = TASKS[index]["outputs"][0]
+    shifted = answer.replace(".", "")[:-1] + "." + answer[-1]  # 331.91 -> 3319.1: another value
+    for message in (f"You paid {answer} or {shifted}.", f"You paid {answer} (or $99).", f"{answer} or 12 dollars",
+                    f"You paid {answer} or {answer}1.", f"You paid {answer} or 0.5.",
+                    f"You paid {answer}, or maybe two hundred dollars.", f"{answer}, or ninety-nine cents",
+                    f"{answer} or 20 bucks", f"{answer} or 3 dollars and 10 cents"):
+        assert answer_reward(index, message) == 0.0, message
+
+
+def test_a_correct_amount_earns_in_any_reasonable_formatting():
+    answer = TASKS[TOTAL_ENDING_IN_ZERO]["outputs"][0]
+    short = answer.rstrip("0")  # 147.50 -> 147.5
+    dollars, cents = answer.split(".")
+    for message in (f"You paid {answer}.", f"You paid ${short} in total.", f"You paid {answer}0 dollars.",
+                    f"You paid {short} USD.", f"That was {answer} ({short} USD) for 2 items, zip 75069.",
+                    f"You paid {dollars} dollars and {cents} cents.",
+                    "You paid one hundred forty-seven dollars and fifty cents.",
+                    f"You paid {answer} (one hundred and forty-seven dollars and fifty cents) for two items."):
+        assert answer_reward(TOTAL_ENDING_IN_ZERO, message) == 1.0, message
+    assert answer_reward(TOTAL_ENDING_IN_ZERO, f"You paid {answer}1.") == 0.0  # a longer number is another value
+
+
+def test_a_correct_status_earns_in_any_reasonable_formatting():
+    index = next(i for i, t in enumerate(TASKS) if t["outputs"] == ["pending"])
+    for message in ("Your order is PENDING.", "Status: pending!", "It's pending (order #W1342277)."):
+        assert answer_reward(index, message) == 1.0, message
+    for message in ("Your order is spending.", "It is pendings."):  # not the word
+        assert answer_reward(index, message) == 0.0, message
+
+
+def test_glued_ids_earn_nothing():
+    # an answer of another shape (an order id): glued candidates say neither, listed ones hedge
+    index = task_of("order_status")
+    order = TASKS[index]["script"]["order_id"]
+    other = "#W0000001"
+    assert answer_reward(index, f"The order is {order}.", outputs=[order]) == 1.0
+    assert answer_reward(index, f"The order is {order}{other}.", outputs=[order]) == 0.0
+    assert answer_reward(index, f"The order is {other}{order}.", outputs=[order]) == 0.0
+    assert answer_reward(index, f"The order is {order} or {other}.", outputs=[order]) == 0.0
+    assert answer_reward(index, "Your id is ORD123ORD456.", outputs=["ORD123"]) == 0.0
+    assert answer_reward(index, "Your id is ORD123.", outputs=["ORD123"]) == 1.0
+    assert answer_reward(index, "Your id is XORD123.", outputs=["ORD123"]) == 0.0
+
+
 def test_step_limit_truncates_and_scores_the_state():
     env = gem.make("multi:CustomerService-v0-vs-scripted", game_kwargs={"max_steps": 3})
     env.reset(seed=0, task_index=task_of("order_status"))

@@ -13,7 +13,9 @@ The episode ends when the user writes ``###STOP###``, when the assistant calls
 ``transfer_to_human_agents``, or at ``max_steps`` (truncated). Reward (both seats, as tau-bench
 scores it): 1 if the database equals the one the task's ground-truth actions produce from the same
 start **and** every required answer appears in one of the assistant's messages (case-insensitive,
-commas removed), else 0. Text that contains ``{`` or ``<tool_call`` but holds no readable tool call,
+commas removed), else 0. Stricter than tau-bench, an answer counts only when the assistant commits to
+it (see :func:`answer_said`): amounts compare as numbers (``147.5`` says ``147.50``), and an answer
+glued to others or stated beside another value of its kind earns nothing. Text that contains ``{`` or ``<tool_call`` but holds no readable tool call,
 empty or unprintable text and text over :data:`MAX_ACTION_CHARS` are format errors (the game ends,
 -0.1), as in every multi-agent game here.
 """
@@ -26,8 +28,9 @@ import hashlib
 import json
 import re
 import threading
+from decimal import Decimal
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from gem.agents.base import Agent
 from gem.envs.multiagent.base import MultiAgentEnv
@@ -271,11 +274,10 @@ class CustomerServiceEnv(MultiAgentEnv):
         earns nothing.
         """
         reward = 1.0 if _hash(self.data) == _hash(self.expected_data()) else 0.0
-        said = [a["kwargs"]["content"].lower().replace(",", "") for a in self.actions_taken if a["name"] == "respond"]
-        outputs = [o.lower() for o in self.task["outputs"]]
-        for output in outputs:
-            if not any(output in text for text in said) or _hedged(output, outputs, said):
-                reward = 0.0
+        said = [a["kwargs"]["content"] for a in self.actions_taken if a["name"] == "respond"]
+        outputs = self.task["outputs"]
+        if not all(answer_said(output, outputs, said) for output in outputs):
+            reward = 0.0
         self.final_reward = reward
         return reward
 
@@ -294,18 +296,117 @@ class CustomerServiceEnv(MultiAgentEnv):
         return ScriptedUser()
 
 
+# ------------------------------------------------------------------ committing to an answer
+# Text is compared lower-cased with commas removed (so "1,147.50" is 1147.50 and "a,b" is glued "ab").
+# A required answer is *said* when a message mentions it as a value of its kind, and *hedged* when
+# any message mentions another value of that kind, so naming several candidates earns nothing:
+# - an order status: the closed set below, each a whole word; statuses glued into one word
+#   ("pendingprocessed") mention each of them; "canceled" is "cancelled";
+# - an amount (the answer is a decimal number, or starts with "$"): every decimal number; every
+#   integer written with "$" or followed by "dollars"/"usd"/"bucks" ("147 dollars and 50 cents"
+#   is 147.50) or "cents"; every amount in words ("one hundred forty-seven dollars and fifty
+#   cents"); all compared by value ("147.5" is 147.50);
+#   a digit run with two or more points ("147.50233.16", two amounts glued) is never a clean value;
+#   bare integers (counts, zip codes, ids) are not amounts;
+# - any other answer holding a digit (an order id "#W0008062", "ORD123"): it is said standing alone
+#   (not glued to other letters or digits); every token of its shape (its letters and symbols with
+#   any digits), glued or not, is a mention, so "ORD123ORD456" mentions two ids and says neither;
+# - any other answer: said as a whole word, not part of a longer word; its other values are unknown.
 _STATUSES = ("pending", "processed", "delivered", "cancelled", "return requested", "exchange requested")
-_AMOUNT = re.compile(r"(?<![\d.])\d+\.\d{2}(?![\d.])")
+_STATUS_ATOM = r"pending|processed|delivered|cancel{1,2}ed|return[\s_-]*requested|exchange[\s_-]*requested"
+_STATUS_RUN = re.compile(rf"(?<![a-z])(?:{_STATUS_ATOM})+(?![a-z])")
+_STATUS_PART = re.compile(_STATUS_ATOM)
+_NUMBER = re.compile(
+    r"(?<![\d.])(\$\s*)?(\d+(?:\.\d+)*)(?:\s*(dollars?|usd|bucks|cents?)\b(?:\s+and\s+(\d+)\s+cents?\b)?)?(?!\d|\.\d)"
+)
+_AMOUNT_ANSWER = re.compile(r"\$?\s*\d+\.\d+|\$\s*\d+")
+_GLUED = "glued"  # the value of a digit run that holds several amounts: never an answer
 
 
-def _hedged(output: str, outputs: list[str], said: list[str]) -> bool:
-    """True if the messages in ``said`` state a value of ``output``'s kind that is not required."""
-    if output in _STATUSES:
-        return any(status not in outputs and re.search(rf"\b{status}\b", text)
-                   for status in _STATUSES for text in said)
-    if _AMOUNT.fullmatch(output):
-        return any(amount not in outputs for text in said for amount in _AMOUNT.findall(text))
-    return False
+def _canonical_status(text: str) -> str:
+    words = re.sub(r"[\s_-]+", " ", text).strip()
+    return "cancelled" if words in ("canceled", "cancelled") else words
+
+
+def _statuses(text: str) -> list[Any]:
+    return [_canonical_status(part) for run in _STATUS_RUN.finditer(text) for part in _STATUS_PART.findall(run.group())]
+
+
+_UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+          "sixteen seventeen eighteen nineteen").split()
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_NUMBER_WORDS = {w: i for i, w in enumerate(_UNITS)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+_WORD = "|".join([*_NUMBER_WORDS, *_SCALES])
+_WORDS = rf"(?:{_WORD})(?:[\s-]+(?:and[\s-]+)?(?:{_WORD}))*"
+_SPELLED = re.compile(
+    rf"\b(?:({_WORDS})\s+(?:us\s+)?(?:dollars?|bucks|usd)(?:\s+and\s+({_WORDS})\s+cents?)?|({_WORDS})\s+cents?)\b"
+)
+
+
+def _spelled(words: str) -> int:
+    """The value of number words ("one hundred forty-seven")."""
+    total = current = 0
+    for word in re.split(r"[\s-]+", words):
+        if word in _NUMBER_WORDS:
+            current += _NUMBER_WORDS[word]
+        elif word == "hundred":
+            current = max(current, 1) * 100
+        elif word in _SCALES:
+            total, current = total + max(current, 1) * _SCALES[word], 0
+    return total + current
+
+
+def _amounts(text: str) -> list[Any]:
+    found: list[Any] = []
+    for match in _NUMBER.finditer(text):
+        dollar, digits, unit, cents = match.groups()
+        if digits.count(".") > 1:
+            found.append(_GLUED)
+        elif unit and unit.startswith("cent") and not dollar:
+            found.append(Decimal(digits) / 100)
+        elif "." in digits or dollar or unit:
+            found.append(Decimal(digits) + (Decimal(cents) / 100 if cents else 0))
+    for match in _SPELLED.finditer(text):  # "one hundred forty-seven dollars and fifty cents"
+        dollars, cents, only_cents = match.groups()
+        found.append(Decimal(_spelled(dollars or "zero")) + Decimal(_spelled(cents or only_cents or "zero")) / 100)
+    return found
+
+
+def _alone(answer: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![a-z0-9]){re.escape(answer)}(?![a-z0-9])")
+
+
+def _kind(answer: str) -> tuple[Callable[[str], bool], Callable[[str], list[Any]]]:
+    """``(said(text), mentions(text))`` for ``answer``'s kind (see the rules above)."""
+    if answer in _STATUSES:
+        value = _canonical_status(answer)
+        return (lambda text: value in _statuses(text)), _statuses
+    if _AMOUNT_ANSWER.fullmatch(answer):
+        amount = _amounts(answer)[0]
+        return (lambda text: amount in _amounts(text)), _amounts
+    alone = _alone(answer)
+    if any(c.isdigit() for c in answer):
+        shape = re.compile("".join(r"\d+" if p.isdigit() else re.escape(p) for p in re.split(r"(\d+)", answer) if p))
+        return (lambda text: alone.search(text) is not None), shape.findall
+    return (lambda text: alone.search(text) is not None), (lambda text: [])
+
+
+def _normal(text: str) -> str:
+    return re.sub(r"\s+", " ", text.lower().replace(",", "")).strip()
+
+
+def answer_said(output: str, outputs: list[str], messages: list[str]) -> bool:
+    """Whether the assistant's ``messages`` commit to the required answer ``output``.
+
+    Some message must say it, and no message may mention another value of its kind than the
+    required ``outputs`` (see the rules above this function).
+    """
+    answer = _normal(output)
+    said, mentions = _kind(answer)
+    texts = [_normal(m) for m in messages]
+    allowed = [v for o in outputs for v in mentions(_normal(o))]
+    return any(said(t) for t in texts) and all(v != _GLUED and v in allowed for t in texts for v in mentions(t))
 
 
 TauBenchEnv = CustomerServiceEnv  # the name of GEM's tau-bench retail example
