@@ -352,6 +352,8 @@ def _classify(
         code = None
     if over_limit:
         return code, "output_limit"
+    if status_msg.get("oom"):  # the run's cgroup ran out of memory: the worker ended the run
+        return code, "memory"
     if timed_out or code == -signal.SIGXCPU:
         return code, "timeout"
     # A run is pid 1 of its PID namespace, which ignores SIGXCPU: its CPU limit is a hard one,
@@ -391,6 +393,9 @@ class Sandbox:
             (limits only: the code can read and write what your user can). Also enabled by the
             environment variable ``GEM_SANDBOX_UNSAFE=1``. Without it such a host raises
             :class:`SandboxError` explaining how to enable user namespaces.
+        cgroups: limit each run's memory and processes as a whole with a cgroup of its own (as
+            root, where the host has cgroup v2 or v1 controllers; see ``isolation["cgroups"]``).
+            ``False``: per-process limits only (rlimits), as on a host without cgroups.
     """
 
     def __init__(
@@ -407,6 +412,7 @@ class Sandbox:
         prefork: int = 4,
         hidden_paths: Iterable[str] = (),
         unsafe: bool = False,
+        cgroups: bool = True,
     ) -> None:
         if not 1 <= slots <= 256:
             raise ValueError(f"slots must be between 1 and 256, got {slots}.")
@@ -431,6 +437,7 @@ class Sandbox:
             "prefork": max(1, int(prefork)),
             "hidden_extra": list(self.hidden_paths),
             "unsafe": bool(unsafe),
+            "cgroups": bool(cgroups),
         }
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
@@ -811,10 +818,29 @@ class SandboxSession:
             else:
                 status_msg = msg
                 self.cells_run += 1
-                _send_ctl(ctl, b"stop")  # frozen until the next cell
+                if not self._stop():
+                    self._end()
             result = self.sandbox._result(pump, status_msg, timed_out, start)
             result.isolation = {**result.isolation, "restarted": restarted, "session_alive": self.alive}
             return result
+
+    def _stop(self) -> bool:
+        """Have the worker freeze the session until the next cell; wait until it has (nothing of
+        the session runs once the cell's result is returned). False if the session is gone."""
+        ctl = self._ctl
+        assert ctl is not None
+        try:
+            ctl.send(b"stop")
+            ctl.settimeout(_KILL_GRACE)
+            reply = ctl.recv(1 << 16)
+        except OSError:
+            return False
+        finally:
+            try:
+                ctl.settimeout(None)
+            except OSError:
+                pass
+        return reply == b"stopped"
 
     def _send_cell(self, pump: _Pump, lim: SandboxLimits) -> None:
         """Ask the worker for the cell's CPU allowance and to let the session run, then send it."""
