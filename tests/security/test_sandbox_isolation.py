@@ -707,6 +707,20 @@ try:
         sb.run(f"import ctypes\nprint(ctypes.CDLL(None).shmget({key}, 4096, 0o1666))")
         later = sb.run(f"import ctypes\nprint(ctypes.CDLL(None).shmget({key}, 0, 0))")
         out["shm_later"] = later.stdout.strip()
+        # The run's uid maps to the worker's, which owns the pooled namespaces' sysctls.
+        wrote = sb.run(
+            "out = []\n"
+            "for p in ('/proc/sys/kernel/shmmax', '/proc/sys/kernel/msgmnb', '/proc/sys/fs/mqueue/msg_max',\n"
+            "          '/proc/sys/net/core/somaxconn', '/proc/sys/net/ipv4/ping_group_range'):\n"
+            "    try:\n"
+            "        old = open(p).read()\n"
+            "        open(p, 'w').write(old)\n"
+            "        out.append(p)\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "print(out)"
+        )
+        out["sysctls_written"] = wrote.stdout.strip() + wrote.stderr
 except mod.SandboxError as exc:
     out["error"] = str(exc)
 print(json.dumps(out))
@@ -755,6 +769,7 @@ def test_non_root_host_runs_isolated_in_user_namespaces(public_tmp):
         assert run["pids"] == ["1"] and run["seccomp"] == "2" and int(run["caps"], 16) == 0
         assert run["wrote"] is False and not os.path.exists(target + "/evil.pth")
         assert out["shm_later"] == "-1"
+        assert out["sysctls_written"] == "[]"
     finally:
         shutil.rmtree(target)
 

@@ -246,9 +246,9 @@ def test_pooled_namespaces_are_as_fresh_after_a_run_that_dirtied_them():
     assert later["uname"][1] == "gem-sandbox"
 
 
-def test_userns_runs_cannot_write_sysctls(box):
-    # As root the run's uid owns nothing; /proc/sys is read-only for every run (see the non-root
-    # test in test_sandbox_isolation for runs in user namespaces).
+def test_runs_cannot_write_sysctls(box):
+    # As root the run's uid owns nothing and its /proc is read-only (runs in user namespaces, on a
+    # host without root: see test_non_root_host_runs_isolated_in_user_namespaces).
     r = box.run(
         "out = []\n"
         "for p in ('/proc/sys/net/core/somaxconn', '/proc/sys/kernel/shmmax', '/proc/sys/fs/mqueue/msg_max',\n"
