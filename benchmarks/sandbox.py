@@ -17,12 +17,13 @@ Rows (both interpreters run the same snippets through their ``PythonCodeTool.exe
 
 gem-llm starts ``python`` from ``PATH`` for every call; its worker runs with its own venv's
 ``bin`` first on ``PATH`` (the fair setting). Ours and gem-llm alternate for ``--rounds`` rounds and
-each row keeps its best; read the ratios (the machine may be shared). The load average before
-and after is printed with the table.
+each row shows the median over the rounds (``--stat best`` for each row's best); read the ratios
+(the machine may be shared). The load average before and after is printed with the table.
 
 "Ours" is the ``gem`` of the checkout holding this script. ``--before DIR`` adds a column for
-another copy of the package (a directory holding ``gem/``, e.g. ``git archive <commit> gem | tar
--x -C DIR``), run in the same rounds, alternating, for before/after comparisons on a noisy machine:
+another copy of the package (a directory holding ``gem/``: a checkout made with ``git worktree add
+DIR <commit>``, or ``git archive <commit> gem | tar -x -C DIR``), run in the same rounds, alternating,
+for before/after comparisons on a noisy machine:
 
     python benchmarks/sandbox.py --no-baseline --before /tmp/gem-before --rounds 3
 """
@@ -183,6 +184,7 @@ def main() -> None:
     parser.add_argument("--baseline-python", default=None)
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--before", default=None, help="a directory holding another copy of gem/ to compare")
+    parser.add_argument("--stat", choices=("median", "best"), default="median", help="how rounds combine")
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(worker(args.calls)))
@@ -195,22 +197,30 @@ def main() -> None:
     ours: dict = {}
     before: dict = {}
     base: dict = {}
+    samples: dict[int, dict[str, list[float]]] = {id(ours): {}, id(before): {}, id(base): {}}
     worker_args = ["--calls", str(args.calls)]
     contenders = [
         (lambda: _run_with_path(checkout, worker_args), ours, False),
         (lambda: _run_with_path(args.before, worker_args), before, args.before is None),
         (lambda: run_worker(base_py, __file__, worker_args), base, args.no_baseline),
     ]
-    for _ in range(args.rounds):
-        for run, best, skip in contenders:
+    for i in range(args.rounds):
+        # Interleaved, and the order turns every round: neither side always runs right after the other.
+        order = contenders if i % 2 == 0 else contenders[::-1]
+        for run, best, skip in order:
             if skip:
                 continue
             for key, value in (run() or {}).items():
                 if not isinstance(value, (int, float)):
                     best[key] = value
                     continue
-                better = min if key.endswith(LOWER_IS_BETTER) else max
-                best[key] = better(best.get(key, value), value)
+                seen = samples[id(best)].setdefault(key, [])
+                seen.append(value)
+                if args.stat == "median":
+                    best[key] = statistics.median(seen)
+                else:
+                    better = min if key.endswith(LOWER_IS_BETTER) else max
+                    best[key] = better(seen)
     columns = [("ours", ours)] + ([("before", before)] if args.before else []) + (
         [("gem-llm 0.1.0", base)] if not args.no_baseline else []
     )
@@ -229,7 +239,7 @@ def main() -> None:
             ratio = ((b / value) if key.endswith(LOWER_IS_BETTER) else (value / b)) if b else None
             row += f"{ratio:>13.2f}x" if ratio else f"{'':>14}"
         print(row)
-    print("ratio: how many times better ours is (faster, or more calls/s).")
+    print(f"ratio: how many times better ours is (faster, or more calls/s); {args.stat} of {args.rounds} rounds.")
     load_after = os.getloadavg()
     print(
         f"load average (1/5/15 min) before: {' '.join(f'{x:.2f}' for x in load_before)}, "

@@ -1030,6 +1030,17 @@ try:
     out['user_namespaces_refused'] = ctypes.CDLL(None).unshare(0x10000000) != 0
 except OSError:
     out['user_namespaces_refused'] = True
+refused = []
+for family in (40, 17, 16, 31, 38):  # AF_VSOCK, AF_PACKET, AF_NETLINK, AF_BLUETOOTH, AF_ALG
+    try:
+        socket.socket(family, socket.SOCK_STREAM if family == 40 else socket.SOCK_RAW).close()
+    except OSError as exc:
+        refused.append(exc.errno == 97)
+    else:
+        refused.append(False)
+out['socket_families_refused'] = all(refused)
+libc = ctypes.CDLL(None, use_errno=True)
+out['sysv_ipc_refused'] = libc.shmget(0, 4096, 0o600) == -1 and ctypes.get_errno() == 1
 print(json.dumps(out))
 """
 
@@ -1057,12 +1068,48 @@ def _hidden_markers(hidden: list[str]) -> list[str]:
     return markers
 
 
-def check_host(stream: Any = None) -> int:
+def _what_holds(info: dict[str, Any]) -> list[str]:
+    """What the limits mean on this host (with cgroups or without)."""
+    if info.get("mode") == "unsafe":
+        return ["memory_mb and max_processes are rlimits of each process (unsafe mode: nothing more)"]
+    if info.get("cgroups"):
+        lines = [
+            f"memory_mb caps the run's processes together (cgroup v{info['cgroups']}), also as each "
+            "process's address space; an out-of-memory kill ends the whole run (reason 'memory')",
+            "max_processes caps the run's processes and threads together (pids cgroup)",
+        ]
+        lines.append(
+            "socket buffers and other kernel memory count against memory_mb"
+            if info.get("cgroup_socket_memory")
+            else "kernel memory counts against memory_mb; TCP buffers are not capped separately"
+        )
+        lines.append(
+            "between a session's cells every process of it is frozen (cgroup freezer)"
+            if info.get("cgroup_freezer")
+            else "between a session's cells only its kernel process is stopped (no freezer)"
+        )
+        return lines
+    per_uid = (
+        "each run has a uid of its own, so it caps the run"
+        if info.get("drop_privileges")
+        else "runs share a uid (or run as uid 0, exempt), so it is no per-run cap"
+    )
+    return [
+        "no cgroups: memory_mb caps each process's address space (RLIMIT_AS), not their sum; "
+        "a run's socket buffers count against nothing",
+        f"no cgroups: max_processes is RLIMIT_NPROC, counted per uid: {per_uid}",
+        "no cgroups: between a session's cells only its kernel process is stopped (SIGSTOP); "
+        "processes a thread starts after the cell's end run until the next cell ends",
+    ]
+
+
+def check_host(stream: Any = None, cgroups: bool = True) -> int:
     """Print which protections a run gets on this host; return 0 if untrusted code may run here,
-    1 if it would be refused (or is only allowed through the unsafe mode)."""
+    1 if it would be refused (or is only allowed through the unsafe mode). ``cgroups=False``
+    shows what holds without cgroups."""
     out = stream or sys.stdout
     try:
-        box = Sandbox(unsafe=False)
+        box = Sandbox(unsafe=False, cgroups=cgroups)
         result = box.run(_probe_code(_hidden_markers(default_hidden_paths())), timeout=20)
     except SandboxError as exc:
         print(f"REFUSED: {exc}", file=out)
@@ -1088,6 +1135,13 @@ def check_host(stream: Any = None) -> int:
         ("/tmp quotas (bytes, inodes)", probe["tmp_quotas"] and bool(info.get("tmp_quota")), True),
         ("hidden paths", probe["hidden_paths"], True),
         ("hard rlimits", probe["rlimits_hard"], True),
+        ("socket families (AF_UNIX only)", probe["socket_families_refused"], True),
+        ("System V IPC refused", probe["sysv_ipc_refused"], True),
+        (f"cgroups for the whole run (v{info.get('cgroups') or '-'})", bool(info.get("cgroups")), False),
+        ("memory limit over all its processes", bool(info.get("cgroups")), False),
+        ("socket buffers count as memory", bool(info.get("cgroup_socket_memory")), False),
+        ("process limit over the whole run", bool(info.get("cgroups")), False),
+        ("sessions frozen whole between cells", bool(info.get("cgroup_freezer")), False),
     ]
     print(f"{'':8}{'mode':<40}{info.get('mode')}", file=out)
     failed = False
@@ -1098,6 +1152,8 @@ def check_host(stream: Any = None) -> int:
     print(f"{'':8}{'hidden':<40}{', '.join(info.get('hidden', []))}", file=out)
     for note in info.get("notes", []):
         print(f"note    {note}", file=out)
+    for line in _what_holds(info):
+        print(f"holds   {line}", file=out)
     print("untrusted code: " + ("REFUSED (a protection is missing)" if failed else "allowed"), file=out)
     return 1 if failed else 0
 
@@ -1107,9 +1163,12 @@ def _main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m gem.utils.sandbox", description="GEM's Python sandbox.")
     parser.add_argument("--check", action="store_true", help="print which protections this host provides")
+    parser.add_argument(
+        "--no-cgroups", action="store_true", help="with --check: as a sandbox without cgroups (Sandbox(cgroups=False))"
+    )
     args = parser.parse_args(argv)
     if args.check:
-        return check_host()
+        return check_host(cgroups=not args.no_cgroups)
     parser.print_help()
     return 0
 

@@ -829,4 +829,7 @@ def test_check_command_reports_protections():
     for line in ("pid namespace", "seccomp filter", "network namespace", "/tmp quotas", "hidden paths"):
         assert any(line in row and row.startswith("ok") for row in rows), (line, proc.stdout)
     assert any("hard rlimits" in row and row.startswith("ok") for row in rows)
+    for line in ("socket families", "System V IPC refused"):
+        assert any(line in row and row.startswith("ok") for row in rows), (line, proc.stdout)
+    assert any(row.startswith("holds   ") and "memory_mb" in row for row in rows), proc.stdout
     assert "untrusted code: allowed" in proc.stdout
