@@ -628,7 +628,7 @@ class CgSlot:
     """One slot's cgroups (created once, reused by the slot's runs: between two runs it holds no
     process, is thawed, and its limits are rewritten by each run before its code starts)."""
 
-    __slots__ = ("procs", "limits", "oom", "oom_seen", "efd", "freeze", "frozen_check", "names")
+    __slots__ = ("procs", "limits", "oom", "oom_seen", "efd", "freeze", "frozen", "frozen_check", "names")
 
     def __init__(self) -> None:
         self.procs: list[int] = []  # cgroup.procs of each hierarchy (the child writes "0")
@@ -637,6 +637,7 @@ class CgSlot:
         self.oom_seen = 0
         self.efd = -1  # v1: an eventfd the kernel signals on OOM
         self.freeze = -1
+        self.frozen = False  # (as last asked)
         self.frozen_check = -1  # v2: cgroup.events
         self.names: list[tuple[int, str]] = []  # (base dir fd, name): removed at shutdown
 
@@ -797,6 +798,7 @@ class Cgroups:
         """Freeze (or thaw) every process of the slot; when freezing, wait until all are frozen."""
         if s.freeze < 0:
             return False
+        s.frozen = frozen
         if self.version == 2:
             os.write(s.freeze, b"1" if frozen else b"0")
             done = lambda: b"frozen 1" in os.pread(s.frozen_check, 256, 0)  # noqa: E731
@@ -806,10 +808,15 @@ class Cgroups:
         if not frozen:
             return True
         end = time.monotonic() + wait
+        spins = 0
         while not done():
             if time.monotonic() > end:
                 return False
-            time.sleep(0.0002)
+            spins += 1
+            if spins < 100:
+                os.sched_yield()  # (freezing takes the tasks a moment: usually done within a few yields)
+            else:
+                time.sleep(0.0002)
         return True
 
     def _close_slot(self, s: CgSlot) -> None:
@@ -1150,14 +1157,15 @@ class Zygote:
                 os.read(cgs.efd, 8)
             except BlockingIOError:
                 pass
+        kills = self.cg.oom_kills(cgs)  # (v2: reading it is what re-arms the poll)
         run = self.slot_run.get(slot)
-        if run is not None and run.chan is None and self.cg.oom_kills(cgs) != cgs.oom_seen:
+        if run is not None and run.chan is None and kills != cgs.oom_seen:
             run.oom = True
             self.kill_run(run)
 
     def thaw(self, slot: int) -> None:
         cgs = self.cg.slots.get(slot)
-        if cgs is not None and self.cg.freezer:
+        if cgs is not None and cgs.frozen:
             try:
                 self.cg.set_frozen(cgs, False)
             except OSError:
@@ -1582,13 +1590,31 @@ def _warm_up(out_fd: int) -> None:
         linecache.cache.pop("<warm-up>", None)
 
 
-def _report(fd: int, status: int) -> None:
-    """Tell the caller the exit status before exiting (saves waiting for the process teardown)."""
+def _report(fd: int, status: int, busy: int = -1) -> None:
+    """Tell the caller the exit status before exiting (saves waiting for the process teardown).
+    A session's cell adds ``busy``: 1 if anything of the session could still run (see
+    :func:`_session_loop`)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
+    line = b"%d %r" % (status, usage.ru_utime + usage.ru_stime)
+    if busy >= 0:
+        line += b" %d" % busy
     try:
-        os.write(fd, b"%d %r\n" % (status, usage.ru_utime + usage.ru_stime))
+        os.write(fd, line + b"\n")
     except OSError:
         pass
+
+
+def _num_threads() -> int:
+    """Threads of this process (``/proc/self/stat``; any thread, not only Python's)."""
+    stat = _read_proc("/proc/self/stat") or b""
+    try:
+        return int(stat.rsplit(b")", 1)[1].split()[17])
+    except (IndexError, ValueError):
+        return 2  # unknown: assume another
+
+
+_ALL_SIGNALS = tuple(sorted(set(range(1, signal.NSIG)) - {int(signal.SIGKILL), int(signal.SIGSTOP)}))
+_SIG_BLOCK, _SIG_SETMASK = int(signal.SIG_BLOCK), int(signal.SIG_SETMASK)
 
 
 def _read_code(fd: int) -> str:
@@ -1673,7 +1699,11 @@ def _session_loop(sock_fd: int, namespace: dict) -> None:
     Each cell arrives on the session socket as four descriptors (input, stdout, stderr, status);
     the cell's exit status is written to the status pipe, as a one-shot run does. Processes a cell
     started are killed when it ends (this process is pid 1 of the session's PID namespace:
-    ``kill(-1)`` reaches every other process in it), and the worker stops this one between cells.
+    ``kill(-1)`` reaches every other process in it). Between cells it waits with every signal
+    blocked (no handler a cell installed, no timer, can run code then). If that leaves nothing that
+    could run (no other thread), the cell's report says so and the session is idle by
+    construction; otherwise (``busy``) the caller has the worker freeze the whole session (its
+    cgroup) before it returns the cell's result.
     """
     devnull = os.open(os.devnull, os.O_RDWR)
     os.close(4)
@@ -1681,12 +1711,14 @@ def _session_loop(sock_fd: int, namespace: dict) -> None:
     while True:
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
+        mask = _signal.pthread_sigmask(_SIG_BLOCK, _ALL_SIGNALS)  # (_signal: no enum objects)
         try:
             msg, fds = _recv_fds(sock_fd, 1024, 0)
         except OSError:
             os._exit(0)
         if not msg or len(fds) != 4:
             os._exit(0)
+        _signal.pthread_sigmask(_SIG_SETMASK, mask)
         for i, fd in enumerate(fds[:3]):
             os.dup2(fd, i)
             os.close(fd)
@@ -1698,7 +1730,7 @@ def _session_loop(sock_fd: int, namespace: dict) -> None:
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)  # the caller sees end-of-file on the cell's pipes
         _kill_others()
-        _report(status_fd, status)
+        _report(status_fd, status, 1 if _num_threads() > 1 else 0)
         os.close(status_fd)
 
 

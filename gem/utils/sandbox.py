@@ -264,8 +264,10 @@ class _Pump:
                             poller.unregister(fd)  # closed or junk: wait for the worker's report
                         elif status_buf.endswith(b"\n") and kill_deadline is None:
                             try:
-                                exit_s, cpu_s = status_buf.split()
+                                exit_s, cpu_s, *busy = status_buf.split()
                                 status = {"status": (int(exit_s) & 0xFF) << 8, "cpu": float(cpu_s)}
+                                if busy:  # a session's cell: could anything of it still run?
+                                    status["busy"] = busy[0] != b"0"
                             except ValueError:
                                 poller.unregister(fd)
                                 continue
@@ -818,7 +820,10 @@ class SandboxSession:
             else:
                 status_msg = msg
                 self.cells_run += 1
-                if not self._stop():
+                # Nothing of the session may run until the next cell. Alone and single-threaded,
+                # its process waits for the next cell with every signal blocked: nothing can run.
+                # Otherwise the worker freezes it whole before this returns.
+                if status_msg.get("busy", True) and not self._stop():
                     self._end()
             result = self.sandbox._result(pump, status_msg, timed_out, start)
             result.isolation = {**result.isolation, "restarted": restarted, "session_alive": self.alive}

@@ -409,3 +409,25 @@ def test_session_is_frozen_whole_between_cells(box):
         assert ticks and min(ticks) < ended, r.stdout  # it did compute during the cell
         between = [t for t in ticks if ended < t < began]
         assert not between, f"{len(between)} ticks between the cells"
+
+
+def test_session_timers_and_signal_handlers_do_not_run_between_cells(box):
+    # Single-threaded after the cell (nothing to freeze), the kernel waits for the next cell with
+    # every signal blocked: a timer's handler cannot run code meanwhile.
+    with box.session(timeout=10) as s:
+        r = s.run(
+            "import signal, time\n"
+            "ticks = []\n"
+            "signal.signal(signal.SIGALRM, lambda *_: ticks.append(time.monotonic()))\n"
+            "signal.setitimer(signal.ITIMER_REAL, 0.01, 0.01)\n"
+            "time.sleep(0.2)\n"
+        )
+        assert r.ok, r.stderr
+        ended = time.monotonic()
+        time.sleep(0.6)
+        began = time.monotonic()
+        r = s.run("signal.setitimer(signal.ITIMER_REAL, 0, 0)\nprint(len(ticks), ticks)")
+        count, _, listed = r.stdout.partition(" ")
+        ticks = eval(listed)
+        assert int(count) >= 5, r.stdout  # it ticked during the first cell
+        assert not [t for t in ticks if ended < t < began], r.stdout
