@@ -431,3 +431,50 @@ def test_session_timers_and_signal_handlers_do_not_run_between_cells(box):
         ticks = eval(listed)
         assert int(count) >= 5, r.stdout  # it ticked during the first cell
         assert not [t for t in ticks if ended < t < began], r.stdout
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="the sandbox uses cgroups only as root")
+def test_cgroup_v2_files_are_the_ones_the_kernel_documents(tmp_path, monkeypatch):
+    """cgroup v2 on a host with only v1 controllers: the worker's v2 path, against a directory
+    laid out as the kernel lays out a v2 hierarchy (the files are plain files here: each write
+    is appended, so the content is the sequence of writes)."""
+    from gem.utils import _sandbox_zygote as z
+
+    mount = tmp_path / "cg2"
+    own = mount / "system.slice" / "job.service"
+    own.mkdir(parents=True)
+    (mount / "system.slice" / "cgroup.controllers").write_text("cpu io memory pids\n")
+    base = mount / "system.slice" / f"gem-sandbox-{os.getpid()}"
+    slot = base / "s3"
+    slot.mkdir(parents=True)
+    (base / "cgroup.subtree_control").write_text("")
+    for name in ("cgroup.procs", "memory.max", "pids.max", "memory.oom.group", "memory.swap.max", "cgroup.freeze"):
+        (slot / name).write_text("")
+    (slot / "memory.events").write_text("low 0\nhigh 0\nmax 4\noom 2\noom_kill 2\noom_group_kill 1\n")
+    (slot / "cgroup.events").write_text("populated 1\nfrozen 1\n")
+    monkeypatch.setattr(z, "_own_cgroups", lambda: ({}, "/system.slice/job.service"))
+    monkeypatch.setattr(z, "_cgroup_mounts", lambda: ({}, (str(mount), "/")))
+    cg = z.Cgroups()
+    try:
+        assert cg.version == 2 and cg.freezer, cg.why
+        # Beside the worker's own cgroup (which holds processes), with the controllers handed down.
+        assert (base / "cgroup.subtree_control").read_text() == "+memory +pids"
+        s = cg.slot(3)
+        assert (slot / "memory.oom.group").read_text() == "1"  # an OOM kill takes the whole run
+        assert (slot / "memory.swap.max").read_text() == "0"
+        assert (slot / "cgroup.freeze").read_text() == "0"  # thawed for its first run
+        assert cg.oom_kills(s) == 2 and s.oom_seen == 2
+        assert cg.limit_values(256 << 20, 8) == [b"268435456", b"8"]
+        assert cg.limit_values(-1, -1) == [b"max", b"max"]
+        for fd, value in zip(s.limits, cg.limit_values(256 << 20, 8)):
+            os.write(fd, value)
+        assert (slot / "memory.max").read_text() == "268435456" and (slot / "pids.max").read_text() == "8"
+        assert cg.set_frozen(s, True) and s.frozen  # waits for "frozen 1" in cgroup.events
+        cg.set_frozen(s, False)
+        assert (slot / "cgroup.freeze").read_text() == "010"
+    finally:
+        for name in os.listdir(slot):  # (in a real hierarchy the kernel's files go with rmdir)
+            os.unlink(slot / name)
+        os.unlink(base / "cgroup.subtree_control")
+        cg.close()
+    assert not base.exists()  # removed with its slots at shutdown
