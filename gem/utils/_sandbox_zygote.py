@@ -22,7 +22,10 @@ Confinement. The worker enters a mount namespace of its own where every mount is
 the hidden paths (``config["hidden"]``: GEM's package, its checkout, home directories, Hugging Face
 caches, ...) are covered by empty read-only tmpfs mounts, into which only the interpreter's module
 directories are bound back. Each waiting child is then, ahead of its request, the first process
-(pid 1) of new PID, IPC, network, UTS and mount namespaces: it mounts a fresh ``/proc`` (it sees
+(pid 1) of new PID, mount and cgroup namespaces, in its slot's pooled network and IPC namespaces
+(see :meth:`Zygote.slot_ns`: the filter leaves a run nothing to change in them) and the worker's
+UTS namespace, and, as root, in its slot's memory, pids and freezer cgroups (:class:`Cgroups`:
+limits over the whole run): it mounts a fresh ``/proc`` (it sees
 only its own processes) and a private ``/tmp`` (a tmpfs with byte and inode quotas), switches to
 an unprivileged identity, sets no-new-privileges and a seccomp filter (:func:`_seccomp_program`).
 The worker never shares a uid with a run: it kills a run from outside with ``SIGKILL`` to the run's
@@ -931,10 +934,13 @@ class Zygote:
         self.run_tmp = (b"gem-run", WORK_ROOT.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, self.tmp_opts.encode())
         self.run_proc = (b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | proc_ro, None)
         # Network and IPC namespaces of runs, per slot: kind -> slot -> (namespace fd, what it
-        # held when new). One is reused by the slot's next run only if nothing of the last run
-        # is left in it (no socket; no System V object): creating and destroying them costs the
-        # kernel more CPU than a whole run. A UTS namespace (hostname) is shared: runs cannot
-        # change it.
+        # held when new): creating and destroying them costs the kernel more CPU than a whole
+        # run. A run can change nothing in them but its own sockets: it may create only unix
+        # sockets (no IPv6 flow labels, protocol counters, routes), System V IPC and POSIX
+        # message queues are refused, /proc/sys is read-only and it has no capabilities. One is
+        # reused by the slot's next run only if no socket of the last run is left in it (one kept
+        # alive in flight). A UTS namespace (hostname) is shared: runs cannot change it.
+        # tests/security/test_sandbox_whole_run.py enumerates them after a run that tries.
         self.pools: dict[int, dict[int, tuple[int, int]]] = {CLONE_NEWNET: {}, CLONE_NEWIPC: {}}
         self.cg = Cgroups("no namespaces (unsafe mode)" if mode == "unsafe" else "cgroups need root")
         self.slot_run: dict[int, Run] = {}  # slot -> its run (for the cgroup OOM events)
@@ -1379,11 +1385,11 @@ class Zygote:
             _rmtree(self.work_root)
 
     # --------------------------------------------------------------- the child
-    def confine(self, slot: int) -> None:
-        """Namespaces, mounts, identity and filter of a run (in the child, pid 1 of its PID namespace)."""
+    def confine(self, slot: int, cgs: CgSlot | None = None) -> None:
+        """Namespaces, mounts, cgroups, identity and filter of a run (in the child, pid 1 of its
+        PID namespace)."""
         if self.namespaces:
-            # (A cgroup namespace too: its /proc/self/cgroup shows "/", not the host's layout.)
-            _unshare(CLONE_NEWNS | CLONE_NEWCGROUP)
+            _unshare(CLONE_NEWNS)
             handles = [(k, os.open(k, os.O_PATH | os.O_DIRECTORY)) for k in self.tmp_keep]
             _check(_libc.mount(*self.run_tmp), "mount /tmp")
             for k, handle in handles:
@@ -1398,6 +1404,13 @@ class Zygote:
                 # and IPC namespaces (a value set there would reach the slot's next run).
                 _mount("/proc/sys", "/proc/sys", None, MS_BIND | MS_REC)
                 _mount(None, "/proc/sys", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        if cgs is not None:
+            # Into the slot's cgroups, after the mounts (the kernel objects of the set-up are the
+            # worker's to pay, as before: kept out of the slot's memory cgroup, they cost less).
+            for fd in cgs.procs:
+                os.write(fd, b"0")
+        if self.namespaces:
+            _unshare(CLONE_NEWCGROUP)  # its /proc/self/cgroup shows "/", not the host's layout
         if self.mode == "root":
             uid = self.uid_base + slot
             os.setgroups([])
@@ -1428,9 +1441,6 @@ class Zygote:
         _signal.signal(_SIGCHLD, _SIG_DFL)
         _signal.signal(_SIGINT, _signal.default_int_handler)
         os.setsid()  # its own process group: kill(0) must not reach the worker's
-        if cgs is not None:  # into the slot's cgroups, while this process may still move itself
-            for fd in cgs.procs:
-                os.write(fd, b"0")
         # The hand-over channel goes to 5, the work socket to 6; 0, 1, 3 and 4 hold /dev/null while
         # waiting (2 stays the worker's stderr), so the descriptors of the request land above 6.
         chan_fd = fcntl.fcntl(chan.fileno(), fcntl.F_DUPFD, 10)
@@ -1447,12 +1457,22 @@ class Zygote:
         limit_fds = [] if cgs is None else [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in cgs.limits]
         for i, fd in enumerate(limit_fds):
             os.dup2(fd, 7 + i)
-        os.closerange(7 + len(limit_fds), 1 << 16)
+        procs = [] if cgs is None else [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in cgs.procs]
+        for i, fd in enumerate(procs):
+            os.dup2(fd, 7 + len(limit_fds) + i)
+        os.closerange(7 + len(limit_fds) + len(procs), 1 << 16)
         if dirty:
             os.write(5, b"dirty %d" % dirty)
         if not self.namespaces:
             os.mkdir(workdir, 0o700)
-        self.confine(slot)
+        if cgs is not None:  # (the descriptors it kept, by number)
+            joined = CgSlot()
+            joined.procs = list(range(7 + len(limit_fds), 7 + len(limit_fds) + len(procs)))
+            self.confine(slot, joined)
+            for fd in joined.procs:
+                os.close(fd)
+        else:
+            self.confine(slot)
         # After the identity change (a credential change clears it): die with the worker. The
         # worker is outside this PID namespace (getppid() says 0): its end shows on the channel.
         _libc.prctl(PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0)

@@ -9,14 +9,19 @@ How it is confined (see :mod:`gem.utils._sandbox_zygote` for the mechanics):
 * a warm worker (the "zygote", a Python with common modules imported) keeps children forked and
   confined ahead of time, so ``print(1+1)`` costs about a millisecond instead of starting an
   interpreter;
-* each run is pid 1 of its own PID, IPC, network, UTS and mount namespaces: its ``/proc`` shows
-  only its processes, System V IPC and abstract sockets die with it, there is no network (no
-  interface is up, not even loopback), ``/tmp`` is a tmpfs of its own with byte and inode quotas,
+* each run is pid 1 of its own PID, mount and cgroup namespaces, in network and IPC namespaces no
+  concurrent run shares: its ``/proc`` shows only its processes, abstract sockets die with it,
+  there is no network (no interface is up, not even loopback; only unix sockets may be created), ``/tmp`` is a tmpfs of its own with byte and inode quotas,
   every other mount is read-only, and GEM's package, its checkout, home directories, Hugging Face
   caches and the ``hidden_paths`` you add are covered by empty directories;
 * it runs under an identity of its own (as root a uid per concurrent run; otherwise a user
   namespace per run), with no capabilities, no new privileges and a seccomp filter that refuses
-  what sandboxed code never needs (namespaces, mounts, ptrace, keyrings, bpf, modules, ...);
+  what sandboxed code never needs (namespaces, mounts, ptrace, keyrings, bpf, modules, System V
+  IPC, socket families other than AF_UNIX: AF_VSOCK, AF_PACKET, AF_NETLINK, ...);
+* as root, where the host has cgroups (v2, or v1 memory, pids and freezer controllers), memory
+  (socket buffers included) and processes are limited for the run as a whole, an out-of-memory
+  kill ends the whole run (``reason="memory"``), and sessions are frozen whole between cells
+  (``python -m gem.utils.sandbox --check`` says what holds on a host without them);
 * limits per run are hard rlimits (CPU time, address space, processes, file size) plus wall time
   and output size enforced here (the process limit, ``RLIMIT_NPROC``, is counted per uid by the
   kernel, so it caps each run only as root with ``drop_privileges=True``, where every run has a
@@ -58,8 +63,8 @@ logger = logging.getLogger(__name__)
 
 # ------------------------------------------------------------------ defaults (one place)
 DEFAULT_TIMEOUT = 10.0  # seconds of wall time
-DEFAULT_MEMORY_MB = 1024  # address space
-DEFAULT_MAX_PROCESSES = 16  # processes and threads of the run's uid
+DEFAULT_MEMORY_MB = 1024  # the run's processes together (cgroup) and each one's address space
+DEFAULT_MAX_PROCESSES = 16  # processes and threads of the run (cgroup; else of its uid)
 DEFAULT_FILE_SIZE_MB = 16  # largest file it may write
 DEFAULT_OUTPUT_BYTES = 1 << 20  # stdout + stderr kept; more kills the run
 MAX_CODE_BYTES = 16 << 20
@@ -79,7 +84,12 @@ _HEADER = struct.Struct("<Bqdqq")
 
 @dataclasses.dataclass(frozen=True)
 class SandboxLimits:
-    """Per-run limits. ``cpu_time`` defaults to the wall time; ``None`` disables a limit."""
+    """Per-run limits. ``cpu_time`` defaults to the wall time; ``None`` disables a limit.
+
+    ``memory_mb`` and ``max_processes`` cover the whole run (all its processes, its ``/tmp`` files
+    and socket buffers) where the sandbox has cgroups, and each process otherwise (see
+    ``Sandbox.isolation["cgroups"]`` and ``python -m gem.utils.sandbox --check``).
+    """
 
     timeout: float = DEFAULT_TIMEOUT
     cpu_time: float | None = None
@@ -117,7 +127,8 @@ class SandboxResult:
         stdout, stderr: decoded output (invalid UTF-8 replaced), cut at the output limit.
         exit_code: the exit status, or ``-N`` when killed by signal ``N``; ``None`` if it never ran.
         reason: why it stopped: ``ok`` (exit 0), ``error`` (non-zero exit or a crash),
-            ``timeout`` (wall or CPU time), ``memory`` (MemoryError under the memory limit),
+            ``timeout`` (wall or CPU time), ``memory`` (a MemoryError under the memory limit, or,
+            with cgroups, the kernel killing a process of the run for want of memory),
             ``output_limit`` (killed for printing too much).
         wall_time, cpu_time: seconds.
         isolation: what confinement was in force (``network_isolated``, ``drop_privileges``, ...).
