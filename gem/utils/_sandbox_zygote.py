@@ -189,7 +189,8 @@ DENIED_SYSCALLS = (
 # network namespace (IPv6 flow labels, protocol counters), and AF_VSOCK (the host's hypervisor),
 # AF_NETLINK (kernel interfaces), AF_PACKET, AF_BLUETOOTH, AF_ALG, AF_KEY, AF_XDP, ... are kernel
 # surface no program needs. With ``network=True`` runs share the host's network: IPv4, IPv6 and
-# netlink (routing queries, as libc's getaddrinfo makes) are allowed too.
+# netlink's routing protocol only (NETLINK_ROUTE: the queries libc's getaddrinfo makes) are
+# allowed too.
 AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16
 ISOLATED_FAMILIES = (AF_UNIX,)
 NETWORK_FAMILIES = (AF_UNIX, AF_INET, AF_INET6, AF_NETLINK)
@@ -294,8 +295,11 @@ def _seccomp_program(machine: str | None = None, families: tuple[int, ...] = ISO
         ["socket"], [ld, None, None, 16],  # the family (args[0])
     ]
     for fam in families:
-        prog.append([jeq, "allow", None, fam])
+        prog.append([jeq, "netlink" if fam == AF_NETLINK else "allow", None, fam])
     prog += [
+        [ret, None, None, _SECCOMP_RET_ERRNO | errno.EAFNOSUPPORT],
+        ["netlink"], [ld, None, None, 32],  # the protocol (args[2]): NETLINK_ROUTE (0) only
+        [jeq, "allow", None, 0],
         [ret, None, None, _SECCOMP_RET_ERRNO | errno.EAFNOSUPPORT],
         ["allow"], [ret, None, None, _SECCOMP_RET_ALLOW],
         ["eperm"], [ret, None, None, _SECCOMP_RET_ERRNO | errno.EPERM],

@@ -642,12 +642,12 @@ def test_seccomp_numbers_match_libseccomp():
     assert _sandbox_zygote._seccomp_program("sparc") is None
 
 
-def _filter_verdict(program: bytes, nr: int, arch: int, arg0: int = 0) -> int:
+def _filter_verdict(program: bytes, nr: int, arch: int, arg0: int = 0, arg2: int = 0) -> int:
     """Run a classic-BPF seccomp program on one system call, as the kernel would."""
     import struct
 
     code = [struct.unpack("<HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
-    data, pc, acc = {0: nr, 4: arch, 16: arg0 & 0xFFFFFFFF}, 0, 0
+    data, pc, acc = {0: nr, 4: arch, 16: arg0 & 0xFFFFFFFF, 32: arg2 & 0xFFFFFFFF}, 0, 0
     while True:
         op, jt, jf, k = code[pc]
         if op == 0x06:
@@ -682,6 +682,10 @@ def test_seccomp_filter_decisions(machine):
             assert verdict == (allow if family == 1 else eafnosupport), (call, family)
             verdict = _filter_verdict(networked, table[call], arch, family)
             assert verdict == (allow if family in (1, 2, 10, 16) else eafnosupport), (call, family)
+        # netlink: the routing protocol only (not NETLINK_KOBJECT_UEVENT, NETLINK_AUDIT, ...)
+        assert _filter_verdict(networked, table[call], arch, 16, 0) == allow
+        for protocol in (9, 15, 16):
+            assert _filter_verdict(networked, table[call], arch, 16, protocol) == eafnosupport
     assert _filter_verdict(program, table["clone3"], arch) == enosys
     assert _filter_verdict(program, table["clone"], arch, 17) == allow  # a plain fork
     for flag in (0x10000000, 0x20000000, 0x40000000, 0x08000000, 0x00020000):

@@ -298,10 +298,13 @@ def test_network_mode_allows_ip_sockets_but_not_vsock():
         r = sb.run(
             "import socket\nsocket.socket(socket.AF_INET6, socket.SOCK_DGRAM).close()\n"
             "socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()\n"
-            "try:\n    socket.socket(40, socket.SOCK_STREAM)\n    print('vsock')\n"
-            "except OSError as exc:\n    print(exc.errno)"
+            "socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0).close()\n"
+            "for fam, proto in ((40, 0), (socket.AF_NETLINK, 15)):  # AF_VSOCK, NETLINK_KOBJECT_UEVENT\n"
+            "    try:\n        socket.socket(fam, socket.SOCK_RAW if fam == 16 else socket.SOCK_STREAM, proto)\n"
+            "        print('created')\n"
+            "    except OSError as exc:\n        print(exc.errno)"
         )
-    assert r.stdout == "97\n", r.stdout + r.stderr
+    assert r.stdout == "97\n97\n", r.stdout + r.stderr
 
 
 # ------------------------------------------------------------------ limits over the whole run
