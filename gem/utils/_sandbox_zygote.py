@@ -467,13 +467,14 @@ def _ns_contents(kind: int) -> int:
 
 
 def _enter_pooled(enter: list) -> int:
-    """In a new child: enter the slot's pooled namespaces; where one holds more than it did when
-    new (a socket or System V object an earlier run left), make a fresh one instead. Returns the
-    kinds replaced."""
+    """In a new child: enter the slot's pooled namespaces; where the network one holds more
+    sockets than it did when new (one an earlier run left alive in flight), make a fresh one
+    instead. Returns the kinds replaced. (A run can change nothing in the IPC one: System V IPC
+    and POSIX queues are refused, /proc/sys is read-only; it is not counted.)"""
     dirty = 0
     for fd, kind, baseline in enter:
         _check(_libc.setns(fd, kind), "setns")
-        if _ns_contents(kind) != baseline:
+        if kind == CLONE_NEWNET and _ns_contents(kind) != baseline:
             _unshare(kind)
             dirty |= kind
     return dirty
@@ -1389,9 +1390,9 @@ class Zygote:
             _rmtree(self.work_root)
 
     # --------------------------------------------------------------- the child
-    def confine(self, slot: int, cgs: CgSlot | None = None) -> None:
-        """Namespaces, mounts, cgroups, identity and filter of a run (in the child, pid 1 of its
-        PID namespace)."""
+    def confine(self, slot: int, cg_procs: typing.Iterable[int] = ()) -> None:
+        """Namespaces, mounts, cgroups (``cg_procs``: the slot's ``cgroup.procs`` files, closed
+        here), identity and filter of a run (in the child, pid 1 of its PID namespace)."""
         if self.namespaces:
             _unshare(CLONE_NEWNS)
             handles = [(k, os.open(k, os.O_PATH | os.O_DIRECTORY)) for k in self.tmp_keep]
@@ -1408,11 +1409,11 @@ class Zygote:
                 # and IPC namespaces (a value set there would reach the slot's next run).
                 _mount("/proc/sys", "/proc/sys", None, MS_BIND | MS_REC)
                 _mount(None, "/proc/sys", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
-        if cgs is not None:
-            # Into the slot's cgroups, after the mounts (the kernel objects of the set-up are the
-            # worker's to pay, as before: kept out of the slot's memory cgroup, they cost less).
-            for fd in cgs.procs:
-                os.write(fd, b"0")
+        # Into the slot's cgroups, after the mounts (the kernel objects of the set-up are the
+        # worker's to pay, as before: kept out of the slot's memory cgroup, they cost less).
+        for fd in cg_procs:
+            os.write(fd, b"0")
+            os.close(fd)
         if self.namespaces:
             _unshare(CLONE_NEWCGROUP)  # its /proc/self/cgroup shows "/", not the host's layout
         if self.mode == "root":
@@ -1469,14 +1470,7 @@ class Zygote:
             os.write(5, b"dirty %d" % dirty)
         if not self.namespaces:
             os.mkdir(workdir, 0o700)
-        if cgs is not None:  # (the descriptors it kept, by number)
-            joined = CgSlot()
-            joined.procs = list(range(7 + len(limit_fds), 7 + len(limit_fds) + len(procs)))
-            self.confine(slot, joined)
-            for fd in joined.procs:
-                os.close(fd)
-        else:
-            self.confine(slot)
+        self.confine(slot, range(7 + len(limit_fds), 7 + len(limit_fds) + len(procs)))
         # After the identity change (a credential change clears it): die with the worker. The
         # worker is outside this PID namespace (getppid() says 0): its end shows on the channel.
         _libc.prctl(PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0)

@@ -137,7 +137,7 @@ print(done)
 
 # Run on the host (root) in a run's network, IPC and UTS namespaces: everything they hold.
 ENUMERATE = r"""
-import ctypes, errno, json, os, shutil, subprocess, sys, tempfile
+import ctypes, errno, json, os, re, shutil, subprocess, sys, tempfile
 libc = ctypes.CDLL(None, use_errno=True)
 pid = int(sys.argv[1])
 for kind, flag in (("net", 0x40000000), ("ipc", 0x08000000), ("uts", 0x04000000)):
@@ -168,6 +168,10 @@ for name in sorted(os.listdir("/proc/self/net")):
     if name in GLOBAL or not os.path.isfile(path):
         continue
     text = read(path)
+    if name in ("sockstat", "sockstat6"):  # TCP/UDP "alloc" and "mem" are host-wide counters
+        text = re.sub(r"\b(alloc|mem) \d+", r"\1 *", text)
+    elif name == "protocols":  # its "memory" column is host-wide (the "sockets" one is ours)
+        text = "\n".join(" ".join(f[:3] + f[4:]) for f in (line.split() for line in text.splitlines()))
     state[path] = len(text.splitlines()) if name in TABLES and name != "ip6_flowlabel" else text
 for name in ("shm", "msg", "sem"):
     state["/proc/sysvipc/" + name] = read("/proc/sysvipc/" + name)
