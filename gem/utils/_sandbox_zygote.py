@@ -663,8 +663,11 @@ class Cgroups:
     killed are removed by the next.
     """
 
-    def __init__(self, off: str | None = None) -> None:
-        """``off``: why there are none here (no detection then)."""
+    def __init__(self, off: str | None = None, tcp: bool = False) -> None:
+        """``off``: why there are none here (no detection then). ``tcp``: runs may have TCP
+        sockets (they share the host's network), whose buffers v1 counts only with
+        ``memory.kmem.tcp.limit_in_bytes`` set (unix sockets' count as kernel memory anyway)."""
+        self.want_tcp = tcp
         self.version = 0
         self.why = off or ""
         self.bases: dict[str, int] = {}  # controller ("" for v2) -> its gem-sandbox-<pid> dir fd
@@ -730,11 +733,13 @@ class Cgroups:
             if c in mounts and c in own:
                 self._base(c, _cg_dir(mounts[c], own[c]))
         self.freezer = "freezer" in self.bases
-        try:
-            os.close(os.open("memory.kmem.tcp.limit_in_bytes", os.O_RDONLY, dir_fd=self.bases["memory"]))
-            self.tcp = True
-        except OSError:
-            self.tcp = False
+        self.tcp = False
+        if self.want_tcp:
+            try:
+                os.close(os.open("memory.kmem.tcp.limit_in_bytes", os.O_RDONLY, dir_fd=self.bases["memory"]))
+                self.tcp = True
+            except OSError:
+                pass
 
     def slot(self, n: int) -> CgSlot:
         """The slot's cgroups (made on first use)."""
@@ -771,6 +776,10 @@ class Cgroups:
                 ]
                 if self.tcp:
                     s.limits.append(os.open(f"{name}/memory.kmem.tcp.limit_in_bytes", os.O_WRONLY, dir_fd=mem))
+                try:  # no swapping the run's memory out instead of limiting it
+                    _write_at(mem, f"{name}/memory.swappiness", "0")
+                except OSError:
+                    pass
                 s.oom = os.open(f"{name}/memory.oom_control", os.O_RDONLY, dir_fd=mem)
                 s.efd = _libc.eventfd(0, _EFD_CLOEXEC)
                 if s.efd < 0:
@@ -826,6 +835,21 @@ class Cgroups:
             else:
                 time.sleep(0.0002)
         return True
+
+    def kill_all_but(self, n: int, pid: int) -> None:
+        """SIGKILL every process of slot ``n`` but ``pid`` (host pids, from ``cgroup.procs``)."""
+        key = "" if self.version == 2 else "pids"
+        fd = os.open(f"s{n}/cgroup.procs", os.O_RDONLY, dir_fd=self.bases[key])
+        try:
+            pids = os.read(fd, 1 << 16).split()
+        finally:
+            os.close(fd)
+        for p in pids:
+            if int(p) != pid:
+                try:
+                    os.kill(int(p), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
 
     def _close_slot(self, s: CgSlot) -> None:
         for fd in [*s.procs, *s.limits, s.oom, s.efd, s.freeze, s.frozen_check]:
@@ -962,7 +986,9 @@ class Zygote:
             _libc.sethostname(b"gem-sandbox", 11)
             # The cgroups are made (and their directories opened) before /sys/fs/cgroup goes.
             if mode in ("root", "keep_uid"):
-                self.cg = Cgroups(None if config.get("cgroups", True) else "turned off (Sandbox(cgroups=False))")
+                self.cg = Cgroups(
+                    None if config.get("cgroups", True) else "turned off (Sandbox(cgroups=False))", tcp=not self.net
+                )
             _detach("/sys/fs/cgroup")  # fewer mounts for each run's mount namespace to copy
             _host_view(list(config.get("hidden", ())), self.tmp_keep, self.info)
             self.pidns = os.open("/proc/self/ns/pid", os.O_RDONLY)
@@ -984,7 +1010,9 @@ class Zygote:
             tmp_quota=self.tmp_opts if self.namespaces else None,
             cgroups=self.cg.version,  # 0: none; memory and processes are then limited per process
             cgroup_freezer=self.cg.version > 0 and self.cg.freezer,
-            cgroup_socket_memory=self.cg.version == 2 or (self.cg.version == 1 and self.cg.tcp),
+            # v2 counts every socket's buffers; v1 unix ones as kernel memory, TCP ones only with
+            # memory.kmem.tcp (runs have TCP sockets only with network=True).
+            cgroup_socket_memory=self.cg.version == 2 or (self.cg.version == 1 and (self.net or self.cg.tcp)),
         )
         if self.namespaces and self.seccomp is None:
             self.info["notes"].append(f"no seccomp filter for {platform.machine()}")
@@ -1258,6 +1286,8 @@ class Zygote:
             if cgs is not None and self.cg.freezer:
                 try:
                     frozen = self.cg.set_frozen(cgs, True)
+                    if frozen:  # what the cell's end could not kill dies (when thawed)
+                        self.cg.kill_all_but(run.slot, run.pid)
                 except OSError:
                     frozen = False
             if not frozen:
@@ -1747,29 +1777,35 @@ def _session_loop(sock_fd: int, namespace: dict) -> None:
         status = _run_cell(code, namespace, f"cell{cell_no}.py")
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)  # the caller sees end-of-file on the cell's pipes
-        _kill_others()
-        _report(status_fd, status, 1 if _num_threads() > 1 else 0)
+        alone = _kill_others()
+        _report(status_fd, status, 0 if alone and _num_threads() == 1 else 1)
         os.close(status_fd)
 
 
-def _kill_others() -> None:
-    """As pid 1 of a PID namespace: kill every other process in it and reap them all."""
+def _kill_others(budget: float = 0.05) -> bool:
+    """As pid 1 of a PID namespace: kill every other process in it and reap them all. A thread
+    of this process may keep starting more meanwhile: after ``budget`` seconds it gives up and
+    returns False (the worker then freezes the session and kills what is left)."""
     try:
         os.waitpid(-1, os.WNOHANG)
     except ChildProcessError:
-        return  # it never had a child
+        return True  # it never had a child
+    end = time.monotonic() + budget
     while True:
-        # Killed again before every wait: a thread of this process may start more meanwhile.
         try:
-            os.kill(-1, signal.SIGKILL)
+            os.kill(-1, signal.SIGKILL)  # again before every wait: new ones die too
         except OSError:
             pass
         try:
-            os.waitpid(-1, 0)
+            pid, _status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return True
         except InterruptedError:
             continue
+        if pid == 0:
+            if time.monotonic() > end:
+                return False
+            time.sleep(0.0002)
 
 
 def _add_site_dirs(dirs: list[str]) -> None:
