@@ -908,9 +908,23 @@ def _remove_stale(parent: str) -> None:
             continue
         top = os.path.join(parent, name)
         try:
-            for sub in os.listdir(top):
-                if sub.startswith("s") and sub[1:].isdigit():
-                    os.rmdir(os.path.join(top, sub))
+            subs = [sub for sub in os.listdir(top) if sub.startswith("s") and sub[1:].isdigit()]
+        except OSError:
+            continue
+        for sub in subs:
+            # A session frozen when its worker was killed: thawed, its processes can die (the
+            # worker's death sent them SIGKILL); a later worker removes what is still there.
+            for state, value in (("freezer.state", "THAWED"), ("cgroup.freeze", "0")):
+                try:
+                    with open(os.path.join(top, sub, state), "w") as fh:
+                        fh.write(value)
+                except OSError:
+                    pass
+            try:
+                os.rmdir(os.path.join(top, sub))
+            except OSError:
+                pass
+        try:
             os.rmdir(top)
         except OSError:
             pass
