@@ -485,3 +485,32 @@ def test_cgroup_v2_files_are_the_ones_the_kernel_documents(tmp_path, monkeypatch
         os.unlink(base / "cgroup.subtree_control")
         cg.close()
     assert not base.exists()  # removed with its slots at shutdown
+
+
+def test_a_killed_worker_leaves_no_frozen_session_behind():
+    """A worker killed while a session is frozen: the next worker thaws and removes its cgroups,
+    so the session's processes end instead of staying frozen for good."""
+    import glob
+    import signal
+
+    sb = Sandbox(slots=2)
+    _needs_cgroups(sb, "freezer")
+    s = sb.session()
+    r = s.run("import threading, time\nthreading.Thread(target=lambda: time.sleep(1000), daemon=True).start()")
+    assert r.ok and r.isolation["session_alive"], r.stderr
+    pid = sb._proc.pid
+    os.kill(pid, signal.SIGKILL)
+    sb._proc.wait()
+    left = [d for d in glob.glob(f"/sys/fs/cgroup/*/gem-sandbox-{pid}/s*") if os.path.exists(d + "/freezer.state")]
+    assert any(open(d + "/freezer.state").read().startswith("FROZEN") for d in left), left
+    for _ in range(3):  # each new worker removes what it can; the thawed processes die meanwhile
+        with Sandbox(slots=2) as later:
+            assert later.run("print(1)").stdout == "1\n"
+        if not glob.glob(f"/sys/fs/cgroup/*/gem-sandbox-{pid}"):
+            break
+        time.sleep(0.3)
+    assert not glob.glob(f"/sys/fs/cgroup/*/gem-sandbox-{pid}") and not glob.glob(
+        f"/sys/fs/cgroup/*/*/*/gem-sandbox-{pid}"
+    )
+    sb._proc = None
+    sb.close()
