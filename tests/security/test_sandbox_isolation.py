@@ -622,8 +622,10 @@ def test_session_cell_cannot_raise_cpu_limit_or_leave_work_running(sb):
             f"print(len([t for t in ticks if {ended + 0.2} < t < {began - 0.05}]))\n"
         )
         assert r.stdout.split("\n")[:2] == ["child gone", "0"], r.stdout + r.stderr
-        r = s.run("while True: pass")  # each cell's CPU allowance holds
-        assert r.reason == "timeout" and r.wall_time < 8
+        # Each cell's CPU allowance holds: killed for CPU time (2 s), well before a generous wall
+        # limit (a loaded machine may give the cell less than a core).
+        r = s.run("while True: pass", timeout=60)
+        assert r.reason == "timeout" and "CPU-time limit" in r.stderr, r.stderr
 
 
 # ------------------------------------------------------------------ the seccomp table
