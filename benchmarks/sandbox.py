@@ -10,6 +10,9 @@ Rows (both interpreters run the same snippets through their ``PythonCodeTool.exe
   generation): the worker's clean-up of one run does not compete with the next.
 - ``concurrent N``: N threads calling at once (N = 1, 2, 8): calls/s.
 - ``64 envs``: 64 tools (one per env, as ``ToolEnvWrapper`` holds them) called from 64 threads: calls/s.
+- ``cpu per call ms``: CPU time of the caller, the sandbox worker and its runs together per
+  ``print(1+1)`` run, back to back (``getrusage`` and the worker's ``/proc/<pid>/stat``, which
+  counts the runs it reaped): the measure least moved by other work on a shared machine.
 - ``code env, 10 tests``: judging a correct program on a 10-test bundled problem (stdin/stdout),
   ms per step. Ours: ``CodeEnv.step``. gem-llm's ``CodeEnv`` needs ``datasets`` at import, so its
   judging is reproduced exactly: its ``run_python`` per test on a 5-thread pool, as its
@@ -17,12 +20,13 @@ Rows (both interpreters run the same snippets through their ``PythonCodeTool.exe
 
 gem-llm starts ``python`` from ``PATH`` for every call; its worker runs with its own venv's
 ``bin`` first on ``PATH`` (the fair setting). Ours and gem-llm alternate for ``--rounds`` rounds and
-each row keeps its best; read the ratios (the machine may be shared). The load average before
-and after is printed with the table.
+each row shows the median over the rounds (``--stat best`` for each row's best); read the ratios
+(the machine may be shared). The load average before and after is printed with the table.
 
 "Ours" is the ``gem`` of the checkout holding this script. ``--before DIR`` adds a column for
-another copy of the package (a directory holding ``gem/``, e.g. ``git archive <commit> gem | tar
--x -C DIR``), run in the same rounds, alternating, for before/after comparisons on a noisy machine:
+another copy of the package (a directory holding ``gem/``: a checkout made with ``git worktree add
+DIR <commit>``, or ``git archive <commit> gem | tar -x -C DIR``), run in the same rounds, alternating,
+for before/after comparisons on a noisy machine:
 
     python benchmarks/sandbox.py --no-baseline --before /tmp/gem-before --rounds 3
 """
@@ -125,6 +129,47 @@ def _code_env_baseline(steps: int) -> float:
     return 1000 * statistics.median(times)
 
 
+def _cpu_per_call(calls: int) -> float | None:
+    """CPU ms (this process, the sandbox worker and its runs) per ``print(1+1)`` run."""
+    import resource
+
+    def own() -> float:
+        me = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+    try:
+        from gem.utils.sandbox import Sandbox
+    except ImportError:  # gem-llm: a process per call, reaped by the call (RUSAGE_CHILDREN)
+        from gem.utils.sandbox import run_python
+
+        start = own()
+        for _ in range(calls):
+            run_python("print(1+1)", "none")
+        return 1000 * (own() - start) / calls
+
+    def worker_cpu(pid: int) -> float:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
+
+    box = Sandbox()
+    try:
+        for _ in range(20):
+            box.run("print(1+1)")
+        time.sleep(0.2)  # (the worker has reaped the warm-up runs)
+        pid = box._proc.pid
+        start = own() + worker_cpu(pid)
+        for _ in range(calls):
+            box.run("print(1+1)")
+        time.sleep(0.2)
+        return 1000 * (own() + worker_cpu(pid) - start) / calls
+    except (OSError, AttributeError):  # a worker this process cannot see
+        return None
+    finally:
+        box.close()
+
+
 def worker(calls: int) -> dict[str, float]:
     """Run every measurement in this interpreter (ours or gem-llm's)."""
     from gem.tools.python_code_tool import PythonCodeTool
@@ -142,6 +187,9 @@ def worker(calls: int) -> dict[str, float]:
     for n in (1, 2, 8):
         out[f"concurrent {n} calls/s"] = _throughput(PythonCodeTool, n, max(4, calls // n))
     out["64 envs calls/s"] = _throughput(PythonCodeTool, 64, max(2, calls // 32))
+    cpu = _cpu_per_call(max(300, calls))
+    if cpu is not None:
+        out["cpu per call ms"] = cpu
     steps = max(3, calls // 20)
     out["code env 10 tests ms"] = _code_env_baseline(steps) if baseline else _code_env_ours(steps)
     if not baseline:
@@ -183,6 +231,7 @@ def main() -> None:
     parser.add_argument("--baseline-python", default=None)
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--before", default=None, help="a directory holding another copy of gem/ to compare")
+    parser.add_argument("--stat", choices=("median", "best"), default="median", help="how rounds combine")
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(worker(args.calls)))
@@ -195,22 +244,30 @@ def main() -> None:
     ours: dict = {}
     before: dict = {}
     base: dict = {}
+    samples: dict[int, dict[str, list[float]]] = {id(ours): {}, id(before): {}, id(base): {}}
     worker_args = ["--calls", str(args.calls)]
     contenders = [
         (lambda: _run_with_path(checkout, worker_args), ours, False),
         (lambda: _run_with_path(args.before, worker_args), before, args.before is None),
         (lambda: run_worker(base_py, __file__, worker_args), base, args.no_baseline),
     ]
-    for _ in range(args.rounds):
-        for run, best, skip in contenders:
+    for i in range(args.rounds):
+        # Interleaved, and the order turns every round: neither side always runs right after the other.
+        order = contenders if i % 2 == 0 else contenders[::-1]
+        for run, best, skip in order:
             if skip:
                 continue
             for key, value in (run() or {}).items():
                 if not isinstance(value, (int, float)):
                     best[key] = value
                     continue
-                better = min if key.endswith(LOWER_IS_BETTER) else max
-                best[key] = better(best.get(key, value), value)
+                seen = samples[id(best)].setdefault(key, [])
+                seen.append(value)
+                if args.stat == "median":
+                    best[key] = statistics.median(seen)
+                else:
+                    better = min if key.endswith(LOWER_IS_BETTER) else max
+                    best[key] = better(seen)
     columns = [("ours", ours)] + ([("before", before)] if args.before else []) + (
         [("gem-llm 0.1.0", base)] if not args.no_baseline else []
     )
@@ -229,7 +286,7 @@ def main() -> None:
             ratio = ((b / value) if key.endswith(LOWER_IS_BETTER) else (value / b)) if b else None
             row += f"{ratio:>13.2f}x" if ratio else f"{'':>14}"
         print(row)
-    print("ratio: how many times better ours is (faster, or more calls/s).")
+    print(f"ratio: how many times better ours is (faster, or more calls/s); {args.stat} of {args.rounds} rounds.")
     load_after = os.getloadavg()
     print(
         f"load average (1/5/15 min) before: {' '.join(f'{x:.2f}' for x in load_before)}, "

@@ -22,7 +22,10 @@ Confinement. The worker enters a mount namespace of its own where every mount is
 the hidden paths (``config["hidden"]``: GEM's package, its checkout, home directories, Hugging Face
 caches, ...) are covered by empty read-only tmpfs mounts, into which only the interpreter's module
 directories are bound back. Each waiting child is then, ahead of its request, the first process
-(pid 1) of new PID, IPC, network, UTS and mount namespaces: it mounts a fresh ``/proc`` (it sees
+(pid 1) of new PID, mount and cgroup namespaces, in its slot's pooled network and IPC namespaces
+(see :meth:`Zygote.slot_ns`: the filter leaves a run nothing to change in them) and the worker's
+UTS namespace, and, as root, in its slot's memory, pids and freezer cgroups (:class:`Cgroups`:
+limits over the whole run): it mounts a fresh ``/proc`` (it sees
 only its own processes) and a private ``/tmp`` (a tmpfs with byte and inode quotas), switches to
 an unprivileged identity, sets no-new-privileges and a seccomp filter (:func:`_seccomp_program`).
 The worker never shares a uid with a run: it kills a run from outside with ``SIGKILL`` to the run's
@@ -128,6 +131,7 @@ _raw_fork.argtypes = []
 _raw_fork.restype = ctypes.c_int
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+_libc.eventfd.argtypes = [ctypes.c_uint, ctypes.c_int]
 
 
 def _check(ret: int, what: str) -> None:
@@ -173,8 +177,23 @@ DENIED_SYSCALLS = (
     "kexec_load kexec_file_load init_module finit_module delete_module reboot swapon swapoff acct "
     "quotactl syslog settimeofday clock_settime adjtimex clock_adjtime sethostname setdomainname "
     "vhangup open_by_handle_at name_to_handle_at iopl ioperm uselib lookup_dcookie mq_open mq_unlink "
-    "mq_timedsend mq_timedreceive mq_notify mq_getsetattr"
+    "mq_timedsend mq_timedreceive mq_notify mq_getsetattr "
+    # System V IPC: its objects and id counters live in the (pooled) IPC namespace, and would
+    # carry data from one run to the next. No Python program needs it (multiprocessing uses
+    # POSIX semaphores and pipes).
+    "shmget shmat shmdt shmctl semget semop semtimedop semctl msgget msgsnd msgrcv msgctl"
 ).split()
+# Socket families a run may create (``socket``, ``socketpair``); any other is refused with
+# EAFNOSUPPORT, as by a kernel built without it. Without the network (the default) only AF_UNIX:
+# an isolated run has no interface up, so IP sockets could only leave state in its (pooled)
+# network namespace (IPv6 flow labels, protocol counters), and AF_VSOCK (the host's hypervisor),
+# AF_NETLINK (kernel interfaces), AF_PACKET, AF_BLUETOOTH, AF_ALG, AF_KEY, AF_XDP, ... are kernel
+# surface no program needs. With ``network=True`` runs share the host's network: IPv4, IPv6 and
+# netlink's routing protocol only (NETLINK_ROUTE: the queries libc's getaddrinfo makes) are
+# allowed too.
+AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16
+ISOLATED_FAMILIES = (AF_UNIX,)
+NETWORK_FAMILIES = (AF_UNIX, AF_INET, AF_INET6, AF_NETLINK)
 # Syscall numbers per architecture (the audit arch value seccomp reports, and the table).
 _SYSCALLS = {
     "x86_64": (0xC000003E, {
@@ -191,6 +210,9 @@ _SYSCALLS = {
         "name_to_handle_at": 303, "iopl": 172, "ioperm": 173, "uselib": 134, "lookup_dcookie": 212,
         "clone": 56, "clone3": 435, "capset": 126, "mq_open": 240, "mq_unlink": 241, "mq_timedsend": 242,
         "mq_timedreceive": 243, "mq_notify": 244, "mq_getsetattr": 245,
+        "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65, "semctl": 66, "shmdt": 67,
+        "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "semtimedop": 220, "socket": 41,
+        "socketpair": 53,
     }),
     "aarch64": (0xC00000B7, {
         "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51,
@@ -205,7 +227,9 @@ _SYSCALLS = {
         "sethostname": 161, "setdomainname": 162, "vhangup": 58, "open_by_handle_at": 265,
         "name_to_handle_at": 264, "lookup_dcookie": 18, "clone": 220, "clone3": 435, "capset": 91,
         "mq_open": 180, "mq_unlink": 181, "mq_timedsend": 182, "mq_timedreceive": 183, "mq_notify": 184,
-        "mq_getsetattr": 185,
+        "mq_getsetattr": 185, "msgget": 186, "msgctl": 187, "msgrcv": 188, "msgsnd": 189, "semget": 190,
+        "semctl": 191, "semtimedop": 192, "semop": 193, "shmget": 194, "shmctl": 195, "shmat": 196,
+        "shmdt": 197, "socket": 198, "socketpair": 199,
     }),
 }
 _NEW_NAMESPACES = (
@@ -214,8 +238,11 @@ _NEW_NAMESPACES = (
 _SECCOMP_RET_ALLOW, _SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
 
 
-def _seccomp_program(machine: str | None = None) -> bytes | None:
+def _seccomp_program(machine: str | None = None, families: tuple[int, ...] = ISOLATED_FAMILIES) -> bytes | None:
     """The classic-BPF filter (``struct sock_filter[]``), or ``None`` for an unknown architecture.
+
+    ``families``: the socket families ``socket`` and ``socketpair`` may create (see
+    :data:`ISOLATED_FAMILIES`); others get EAFNOSUPPORT.
 
     Other ABIs (i386 system calls from a 64-bit process, x32) are refused as a whole: their
     numbers differ and would slip past the table.
@@ -230,6 +257,7 @@ def _seccomp_program(machine: str | None = None) -> bytes | None:
     # denied segment at the top.
     verdict = {table[name]: "eperm" for name in DENIED_SYSCALLS if name in table}
     verdict.update({table["clone3"]: "enosys", table["clone"]: "clone"})
+    verdict.update({table["socket"]: "socket", table["socketpair"]: "socket"})
     starts, verdicts = [0], ["allow"]
     for nr in sorted(verdict):
         for start, what in ((nr, verdict[nr]), (nr + 1, "allow")):
@@ -264,6 +292,15 @@ def _seccomp_program(machine: str | None = None) -> bytes | None:
     prog += [
         ["clone"], [ld, None, None, 16],  # clone's flags (low half of args[0])
         [jset, "eperm", "allow", _NEW_NAMESPACES & 0xFFFFFFFF],
+        ["socket"], [ld, None, None, 16],  # the family (args[0])
+    ]
+    for fam in families:
+        prog.append([jeq, "netlink" if fam == AF_NETLINK else "allow", None, fam])
+    prog += [
+        [ret, None, None, _SECCOMP_RET_ERRNO | errno.EAFNOSUPPORT],
+        ["netlink"], [ld, None, None, 32],  # the protocol (args[2]): NETLINK_ROUTE (0) only
+        [jeq, "allow", None, 0],
+        [ret, None, None, _SECCOMP_RET_ERRNO | errno.EAFNOSUPPORT],
         ["allow"], [ret, None, None, _SECCOMP_RET_ALLOW],
         ["eperm"], [ret, None, None, _SECCOMP_RET_ERRNO | errno.EPERM],
         ["enosys"], [ret, None, None, _SECCOMP_RET_ERRNO | errno.ENOSYS],
@@ -430,13 +467,14 @@ def _ns_contents(kind: int) -> int:
 
 
 def _enter_pooled(enter: list) -> int:
-    """In a new child: enter the slot's pooled namespaces; where one holds more than it did when
-    new (a socket or System V object an earlier run left), make a fresh one instead. Returns the
-    kinds replaced."""
+    """In a new child: enter the slot's pooled namespaces; where the network one holds more
+    sockets than it did when new (one an earlier run left alive in flight), make a fresh one
+    instead. Returns the kinds replaced. (A run can change nothing in the IPC one: System V IPC
+    and POSIX queues are refused, /proc/sys is read-only; it is not counted.)"""
     dirty = 0
     for fd, kind, baseline in enter:
         _check(_libc.setns(fd, kind), "setns")
-        if _ns_contents(kind) != baseline:
+        if kind == CLONE_NEWNET and _ns_contents(kind) != baseline:
             _unshare(kind)
             dirty |= kind
     return dirty
@@ -540,14 +578,366 @@ def _userns_help(exc: OSError) -> str:
     )
 
 
+# ------------------------------------------------------------------ cgroups: limits for the whole run
+_CG_CONTROLLERS = ("memory", "pids", "freezer")
+_EFD_CLOEXEC = 0o2000000
+
+
+def _own_cgroups() -> tuple[dict[str, str], str | None]:
+    """This process's cgroup per v1 controller, and its cgroup v2 path (``None`` without one)."""
+    v1: dict[str, str] = {}
+    v2 = None
+    with open("/proc/self/cgroup") as fh:
+        for line in fh:
+            hid, ctrls, path = line.rstrip("\n").split(":", 2)
+            if hid == "0" and not ctrls:
+                v2 = path
+            for c in ctrls.split(","):
+                v1[c] = path
+    return v1, v2
+
+
+def _cgroup_mounts() -> tuple[dict[str, tuple[str, str]], tuple[str, str] | None]:
+    """Where the hierarchies are mounted: v1 controller -> (mount point, its root in the
+    hierarchy), and the same for the cgroup2 hierarchy."""
+    v1: dict[str, tuple[str, str]] = {}
+    v2 = None
+    with open("/proc/self/mountinfo") as fh:
+        for line in fh:
+            fields = line.split()
+            tail = fields[fields.index("-") + 1 :]
+            root, target = fields[3].replace("\\040", " "), fields[4].replace("\\040", " ")
+            if tail[0] == "cgroup2" and v2 is None:
+                v2 = (target, root)
+            elif tail[0] == "cgroup":
+                for opt in tail[2].split(","):
+                    if opt in _CG_CONTROLLERS and opt not in v1:
+                        v1[opt] = (target, root)
+    return v1, v2
+
+
+def _cg_dir(mount: tuple[str, str], path: str) -> str:
+    target, root = mount
+    if root != "/" and _under(path, root):
+        path = path[len(root.rstrip("/")) :] or "/"
+    return os.path.join(target, path.lstrip("/")).rstrip("/") or "/"
+
+
+def _read_int_field(fd: int, key: bytes) -> int:
+    """``key N`` in a flat-keyed cgroup file (``memory.events``, ``memory.oom_control``)."""
+    for line in os.pread(fd, 4096, 0).split(b"\n"):
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == key:
+            return int(parts[1])
+    return 0
+
+
+class CgSlot:
+    """One slot's cgroups (created once, reused by the slot's runs: between two runs it holds no
+    process, is thawed, and its limits are rewritten by each run before its code starts)."""
+
+    __slots__ = ("procs", "limits", "oom", "oom_seen", "efd", "freeze", "frozen", "frozen_check", "names")
+
+    def __init__(self) -> None:
+        self.procs: list[int] = []  # cgroup.procs of each hierarchy (the child writes "0")
+        self.limits: list[int] = []  # memory limit, process limit[, v1 socket-buffer limit]
+        self.oom = -1  # where the OOM-kill count is read
+        self.oom_seen = 0
+        self.efd = -1  # v1: an eventfd the kernel signals on OOM
+        self.freeze = -1
+        self.frozen = False  # (as last asked)
+        self.frozen_check = -1  # v2: cgroup.events
+        self.names: list[tuple[int, str]] = []  # (base dir fd, name): removed at shutdown
+
+
+class Cgroups:
+    """Memory, process and freezer cgroups for the runs, one set per slot.
+
+    cgroup v2 (``memory.max``, which counts socket buffers and kernel memory, ``pids.max``,
+    ``memory.oom.group``, ``cgroup.freeze``) where its memory and pids controllers are available,
+    else v1 (``memory.limit_in_bytes``, ``memory.kmem.tcp.limit_in_bytes`` where present,
+    ``pids.max``, ``freezer.state``). Needs root; ``version`` is 0 where none is usable (``why``
+    says what is missing). The slots' cgroups live in ``gem-sandbox-<worker pid>`` directories
+    under the worker's own cgroup (v1) or beside it (v2: a cgroup with processes may not hand
+    controllers to its children); they are removed at shutdown, and ones left by a worker that was
+    killed are removed by the next.
+    """
+
+    def __init__(self, off: str | None = None, tcp: bool = False) -> None:
+        """``off``: why there are none here (no detection then). ``tcp``: runs may have TCP
+        sockets (they share the host's network), whose buffers v1 counts only with
+        ``memory.kmem.tcp.limit_in_bytes`` set (unix sockets' count as kernel memory anyway)."""
+        self.want_tcp = tcp
+        self.version = 0
+        self.why = off or ""
+        self.bases: dict[str, int] = {}  # controller ("" for v2) -> its gem-sandbox-<pid> dir fd
+        self.parents: list[tuple[int, str]] = []  # (parent dir fd, base name)
+        self.freezer = False
+        self.tcp = False
+        self.slots: dict[int, CgSlot] = {}
+        if off is not None:
+            return
+        if os.geteuid() != 0:
+            self.why = "cgroups need root"
+            return
+        try:
+            own_v1, own_v2 = _own_cgroups()
+            mounts_v1, mount_v2 = _cgroup_mounts()
+            if mount_v2 is not None and own_v2 is not None and self._setup_v2(mount_v2, own_v2):
+                self.version = 2
+            elif all(c in mounts_v1 and c in own_v1 for c in ("memory", "pids")):
+                self._setup_v1(mounts_v1, own_v1)
+                self.version = 1
+            else:
+                self.why = "no cgroup hierarchy with the memory and pids controllers is mounted"
+        except OSError as exc:
+            self.close()
+            self.version = 0
+            self.why = f"cgroups unusable: {exc}"
+
+    def _base(self, key: str, parent: str) -> None:
+        name = f"gem-sandbox-{os.getpid()}"
+        _remove_stale(parent)
+        pfd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.mkdir(name, 0o700, dir_fd=pfd)
+        except FileExistsError:
+            pass
+        except OSError:
+            os.close(pfd)
+            raise
+        self.parents.append((pfd, name))
+        self.bases[key] = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=pfd)
+
+    def _setup_v2(self, mount: tuple[str, str], own: str) -> bool:
+        here = _cg_dir(mount, own)
+        top = here == mount[0]
+        parent = here if top else os.path.dirname(here)
+        try:
+            with open(os.path.join(parent, "cgroup.controllers")) as fh:
+                available = fh.read().split()
+        except OSError:
+            return False
+        if not {"memory", "pids"} <= set(available):
+            return False
+        if top:  # the root cgroup may hand controllers down while it holds processes
+            with open(os.path.join(parent, "cgroup.subtree_control"), "w") as fh:
+                fh.write("+memory +pids")
+        self._base("", parent)
+        _write_at(self.bases[""], "cgroup.subtree_control", "+memory +pids")
+        self.freezer = True
+        return True
+
+    def _setup_v1(self, mounts: dict, own: dict) -> None:
+        for c in _CG_CONTROLLERS:
+            if c in mounts and c in own:
+                self._base(c, _cg_dir(mounts[c], own[c]))
+        self.freezer = "freezer" in self.bases
+        self.tcp = False
+        if self.want_tcp:
+            try:
+                os.close(os.open("memory.kmem.tcp.limit_in_bytes", os.O_RDONLY, dir_fd=self.bases["memory"]))
+                self.tcp = True
+            except OSError:
+                pass
+
+    def slot(self, n: int) -> CgSlot:
+        """The slot's cgroups (made on first use)."""
+        got = self.slots.get(n)
+        if got is not None:
+            return got
+        s = CgSlot()
+        name = f"s{n}"
+        try:
+            for key, base in self.bases.items():
+                try:
+                    os.mkdir(name, 0o700, dir_fd=base)
+                except FileExistsError:
+                    pass
+                s.names.append((base, name))
+                s.procs.append(os.open(f"{name}/cgroup.procs", os.O_WRONLY, dir_fd=base))
+            if self.version == 2:
+                base = self.bases[""]
+                s.limits = [os.open(f"{name}/{f}", os.O_WRONLY, dir_fd=base) for f in ("memory.max", "pids.max")]
+                _write_at(base, f"{name}/memory.oom.group", "1")  # an OOM kill takes the whole run
+                try:
+                    _write_at(base, f"{name}/memory.swap.max", "0")
+                except OSError:
+                    pass  # no swap accounting
+                s.oom = os.open(f"{name}/memory.events", os.O_RDONLY, dir_fd=base)
+                s.freeze = os.open(f"{name}/cgroup.freeze", os.O_WRONLY, dir_fd=base)
+                s.frozen_check = os.open(f"{name}/cgroup.events", os.O_RDONLY, dir_fd=base)
+                os.write(s.freeze, b"0")
+            else:
+                mem, pids = self.bases["memory"], self.bases["pids"]
+                s.limits = [
+                    os.open(f"{name}/memory.limit_in_bytes", os.O_WRONLY, dir_fd=mem),
+                    os.open(f"{name}/pids.max", os.O_WRONLY, dir_fd=pids),
+                ]
+                if self.tcp:
+                    s.limits.append(os.open(f"{name}/memory.kmem.tcp.limit_in_bytes", os.O_WRONLY, dir_fd=mem))
+                try:  # no swapping the run's memory out instead of limiting it
+                    _write_at(mem, f"{name}/memory.swappiness", "0")
+                except OSError:
+                    pass
+                s.oom = os.open(f"{name}/memory.oom_control", os.O_RDONLY, dir_fd=mem)
+                s.efd = _libc.eventfd(0, _EFD_CLOEXEC)
+                if s.efd < 0:
+                    raise OSError(ctypes.get_errno(), "eventfd")
+                _write_at(mem, f"{name}/cgroup.event_control", f"{s.efd} {s.oom}")
+                if self.freezer:
+                    s.freeze = os.open(f"{name}/freezer.state", os.O_RDWR, dir_fd=self.bases["freezer"])
+                    os.write(s.freeze, b"THAWED")
+            s.oom_seen = self.oom_kills(s)
+        except OSError:
+            self._close_slot(s)
+            raise
+        self.slots[n] = s
+        return s
+
+    def oom_kills(self, s: CgSlot) -> int:
+        """How many processes the kernel killed in the slot for want of memory, so far."""
+        try:
+            return _read_int_field(s.oom, b"oom_kill")
+        except OSError:
+            return 0
+
+    def limit_values(self, mem: int, nproc: int) -> list[bytes]:
+        """What a run's child writes to ``CgSlot.limits`` (the run's memory and process limits)."""
+        unlimited = b"max" if self.version == 2 else b"-1"
+        mem_b = b"%d" % mem if mem >= 0 else unlimited
+        values = [mem_b, b"%d" % nproc if nproc > 0 else b"max"]
+        if self.version == 1 and self.tcp:
+            values.append(mem_b)
+        return values
+
+    def set_frozen(self, s: CgSlot, frozen: bool, wait: float = 2.0) -> bool:
+        """Freeze (or thaw) every process of the slot; when freezing, wait until all are frozen."""
+        if s.freeze < 0:
+            return False
+        s.frozen = frozen
+        if self.version == 2:
+            os.write(s.freeze, b"1" if frozen else b"0")
+            done = lambda: b"frozen 1" in os.pread(s.frozen_check, 256, 0)  # noqa: E731
+        else:
+            os.write(s.freeze, b"FROZEN" if frozen else b"THAWED")
+            done = lambda: os.pread(s.freeze, 64, 0).startswith(b"FROZEN")  # noqa: E731
+        if not frozen:
+            return True
+        end = time.monotonic() + wait
+        spins = 0
+        while not done():
+            if time.monotonic() > end:
+                return False
+            spins += 1
+            if spins < 100:
+                os.sched_yield()  # (freezing takes the tasks a moment: usually done within a few yields)
+            else:
+                time.sleep(0.0002)
+        return True
+
+    def kill_all_but(self, n: int, pid: int) -> None:
+        """SIGKILL every process of slot ``n`` but ``pid`` (host pids, from ``cgroup.procs``)."""
+        key = "" if self.version == 2 else "pids"
+        fd = os.open(f"s{n}/cgroup.procs", os.O_RDONLY, dir_fd=self.bases[key])
+        try:
+            pids = os.read(fd, 1 << 16).split()
+        finally:
+            os.close(fd)
+        for p in pids:
+            if int(p) != pid:
+                try:
+                    os.kill(int(p), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    def _close_slot(self, s: CgSlot) -> None:
+        for fd in [*s.procs, *s.limits, s.oom, s.efd, s.freeze, s.frozen_check]:
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        """Remove the slots' cgroups (their processes must be gone) and the base directories."""
+        for s in self.slots.values():
+            self._close_slot(s)
+            for base, name in s.names:
+                try:
+                    os.rmdir(name, dir_fd=base)
+                except OSError:
+                    pass
+        self.slots = {}
+        for fd in self.bases.values():
+            os.close(fd)
+        self.bases = {}
+        for pfd, name in self.parents:
+            try:
+                os.rmdir(name, dir_fd=pfd)
+            except OSError:
+                pass
+            os.close(pfd)
+        self.parents = []
+
+
+def _write_at(dir_fd: int, name: str, value: str) -> None:
+    fd = os.open(name, os.O_WRONLY, dir_fd=dir_fd)
+    try:
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
+
+
+def _remove_stale(parent: str) -> None:
+    """Remove ``gem-sandbox-<pid>`` cgroups of workers that are gone (killed before cleaning up)."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        pid = name[len("gem-sandbox-") :]
+        if not name.startswith("gem-sandbox-") or not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # alive
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        top = os.path.join(parent, name)
+        try:
+            subs = [sub for sub in os.listdir(top) if sub.startswith("s") and sub[1:].isdigit()]
+        except OSError:
+            continue
+        for sub in subs:
+            # A session frozen when its worker was killed: thawed, its processes can die (the
+            # worker's death sent them SIGKILL); a later worker removes what is still there.
+            for state, value in (("freezer.state", "THAWED"), ("cgroup.freeze", "0")):
+                try:
+                    with open(os.path.join(top, sub, state), "w") as fh:
+                        fh.write(value)
+                except OSError:
+                    pass
+            try:
+                os.rmdir(os.path.join(top, sub))
+            except OSError:
+                pass
+        try:
+            os.rmdir(top)
+        except OSError:
+            pass
+
+
 class Run:
     """A child of the zygote: idle (pre-forked, waiting for work) or running a request."""
 
-    __slots__ = ("chan", "ctl", "killed", "pid", "session", "slot", "workdir")
+    __slots__ = ("chan", "ctl", "killed", "oom", "pid", "session", "slot", "workdir")
 
     def __init__(self, pid: int, chan, slot: int, workdir: str) -> None:
         self.pid, self.chan, self.ctl, self.slot, self.workdir = pid, chan, None, slot, workdir
-        self.killed = self.session = False
+        self.killed = self.session = self.oom = False
 
 
 class Zygote:
@@ -578,7 +968,7 @@ class Zygote:
         self.watched: dict[int, tuple] = {}
         self.info: dict = {"mode": mode, "privileged": self.privileged, "notes": [], "hidden": []}
         self.tmp_keep: list[str] = []
-        self.seccomp = _seccomp_program()
+        self.seccomp = _seccomp_program(families=ISOLATED_FAMILIES if self.net else NETWORK_FAMILIES)
         self.seccomp_fprog = None if self.seccomp is None else _SockFprog(len(self.seccomp) // 8, self.seccomp)
         # A run's own /tmp and /proc, as mount(2) arguments (encoded once, here). Its /proc is
         # read-only (no sysctl, no /proc/self writes), except where the run's user namespace map
@@ -587,11 +977,16 @@ class Zygote:
         self.run_tmp = (b"gem-run", WORK_ROOT.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, self.tmp_opts.encode())
         self.run_proc = (b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | proc_ro, None)
         # Network and IPC namespaces of runs, per slot: kind -> slot -> (namespace fd, what it
-        # held when new). One is reused by the slot's next run only if nothing of the last run
-        # is left in it (no socket; no System V object): creating and destroying them costs the
-        # kernel more CPU than a whole run. A UTS namespace (hostname) is shared: runs cannot
-        # change it.
+        # held when new): creating and destroying them costs the kernel more CPU than a whole
+        # run. A run can change nothing in them but its own sockets: it may create only unix
+        # sockets (no IPv6 flow labels, protocol counters, routes), System V IPC and POSIX
+        # message queues are refused, /proc/sys is read-only and it has no capabilities. One is
+        # reused by the slot's next run only if no socket of the last run is left in it (one kept
+        # alive in flight). A UTS namespace (hostname) is shared: runs cannot change it.
+        # tests/security/test_sandbox_whole_run.py enumerates them after a run that tries.
         self.pools: dict[int, dict[int, tuple[int, int]]] = {CLONE_NEWNET: {}, CLONE_NEWIPC: {}}
+        self.cg = Cgroups("no namespaces (unsafe mode)" if mode == "unsafe" else "cgroups need root")
+        self.slot_run: dict[int, Run] = {}  # slot -> its run (for the cgroup OOM events)
         self.own_ns: dict[int, int] = {}
         if self.namespaces:
             # The worker's own namespaces (it needs no network); owned by its user namespace
@@ -603,6 +998,11 @@ class Zygote:
                 CLONE_NEWIPC: os.open("/proc/self/ns/ipc", os.O_RDONLY),
             }
             _libc.sethostname(b"gem-sandbox", 11)
+            # The cgroups are made (and their directories opened) before /sys/fs/cgroup goes.
+            if mode in ("root", "keep_uid"):
+                self.cg = Cgroups(
+                    None if config.get("cgroups", True) else "turned off (Sandbox(cgroups=False))", tcp=not self.net
+                )
             _detach("/sys/fs/cgroup")  # fewer mounts for each run's mount namespace to copy
             _host_view(list(config.get("hidden", ())), self.tmp_keep, self.info)
             self.pidns = os.open("/proc/self/ns/pid", os.O_RDONLY)
@@ -622,9 +1022,16 @@ class Zygote:
             mount_namespace=self.namespaces,
             seccomp=self.namespaces and self.seccomp is not None,
             tmp_quota=self.tmp_opts if self.namespaces else None,
+            cgroups=self.cg.version,  # 0: none; memory and processes are then limited per process
+            cgroup_freezer=self.cg.version > 0 and self.cg.freezer,
+            # v2 counts every socket's buffers; v1 unix ones as kernel memory, TCP ones only with
+            # memory.kmem.tcp (runs have TCP sockets only with network=True).
+            cgroup_socket_memory=self.cg.version == 2 or (self.cg.version == 1 and (self.net or self.cg.tcp)),
         )
         if self.namespaces and self.seccomp is None:
             self.info["notes"].append(f"no seccomp filter for {platform.machine()}")
+        if not self.cg.version:
+            self.info["notes"].append(f"no cgroups: {self.cg.why}")
         _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
@@ -658,6 +1065,8 @@ class Zygote:
             os.kill(run.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        if run.session:
+            self.thaw(run.slot)  # (a frozen process dies only when thawed)
         if not self.namespaces:  # best effort: its process group
             try:
                 os.killpg(run.pid, signal.SIGKILL)
@@ -668,9 +1077,15 @@ class Zygote:
         ctl = run.ctl
         if ctl is not None:
             killed = "true" if run.killed else "false"
+            cgs = self.cg.slots.get(run.slot)
+            if cgs is not None:
+                seen = self.cg.oom_kills(cgs)
+                run.oom |= seen != cgs.oom_seen
+                cgs.oom_seen = seen
+            oom = "true" if run.oom else "false"
             cpu = usage.ru_utime + usage.ru_stime
             msg = (
-                f'{{"status": {status}, "cpu": {cpu!r}, "maxrss_kb": {usage.ru_maxrss}, "killed": {killed}}}'
+                f'{{"status": {status}, "cpu": {cpu!r}, "maxrss_kb": {usage.ru_maxrss}, "killed": {killed}, "oom": {oom}}}'
             )
             try:
                 ctl.send(msg.encode())
@@ -702,6 +1117,10 @@ class Zygote:
             self.unwatch(run.chan.fileno())
             run.chan.close()
             run.chan = None
+        if run.session:
+            self.thaw(run.slot)
+        if self.slot_run.get(run.slot) is run:
+            del self.slot_run[run.slot]
         self.free_slots.append(run.slot)
 
     def slot_ns(self, kind: int, slot: int) -> int:
@@ -748,11 +1167,12 @@ class Zygote:
         slot = self.free_slots.pop()
         workdir = WORK_ROOT if self.namespaces else f"{self.work_root}/run{slot}"
         enter = self.slot_namespaces(slot)
+        cgs = self.cg_slot(slot)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = self.fork_pid1()
         if pid == 0:
             try:
-                self.child(theirs, slot, workdir, enter)  # (it closes ``ours`` by number)
+                self.child(theirs, slot, workdir, enter, cgs)  # (it closes ``ours`` by number)
             except BaseException:  # noqa: BLE001 - shown with GEM_SANDBOX_DEBUG=1
                 if self.config.get("debug"):
                     traceback.print_exc()
@@ -761,8 +1181,48 @@ class Zygote:
         theirs.close()
         run = Run(pid, ours, slot, workdir)
         self.runs[pid] = run
+        self.slot_run[slot] = run
         self.idle.append(run)
         self.watch(ours.fileno(), "chan", run)
+
+    def cg_slot(self, slot: int) -> CgSlot | None:
+        """The slot's cgroups (``None`` without cgroups); the first time, watch its OOM events."""
+        if not self.cg.version:
+            return None
+        new = slot not in self.cg.slots
+        cgs = self.cg.slot(slot)
+        if new:
+            if cgs.efd >= 0:
+                self.watch(cgs.efd, "oom", slot)
+            else:  # v2: memory.events changes (POLLPRI) when it counts an OOM kill
+                self.ep.register(cgs.oom, select.EPOLLPRI)
+                self.watched[cgs.oom] = ("oom", slot)
+        return cgs
+
+    def handle_oom(self, slot: int) -> None:
+        """The kernel killed a process of the slot's run for want of memory: end the whole run
+        (with cgroup v1 the kernel kills one process; v2's ``memory.oom.group`` kills them all)."""
+        cgs = self.cg.slots.get(slot)
+        if cgs is None:
+            return
+        if cgs.efd >= 0:
+            try:
+                os.read(cgs.efd, 8)
+            except BlockingIOError:
+                pass
+        kills = self.cg.oom_kills(cgs)  # (v2: reading it is what re-arms the poll)
+        run = self.slot_run.get(slot)
+        if run is not None and run.chan is None and kills != cgs.oom_seen:
+            run.oom = True
+            self.kill_run(run)
+
+    def thaw(self, slot: int) -> None:
+        cgs = self.cg.slots.get(slot)
+        if cgs is not None and cgs.frozen:
+            try:
+                self.cg.set_frozen(cgs, False)
+            except OSError:
+                pass
 
     def fork_pid1(self) -> int:
         """Fork a child that is pid 1 of a new PID namespace (a plain child without namespaces)."""
@@ -832,9 +1292,27 @@ class Zygote:
         if data == b"kill" or not data:
             self.kill_run(run)
         elif run.session and data == b"stop":
-            self.signal(run, signal.SIGSTOP)  # between cells nothing of the session runs
+            # Between cells nothing of the session runs: with a freezer, every process of it
+            # (threads of the kernel, processes they started after the cell's end) is frozen
+            # before the caller hears "stopped"; without one, the kernel process is stopped.
+            cgs = self.cg.slots.get(run.slot)
+            frozen = False
+            if cgs is not None and self.cg.freezer:
+                try:
+                    frozen = self.cg.set_frozen(cgs, True)
+                    if frozen:  # what the cell's end could not kill dies (when thawed)
+                        self.cg.kill_all_but(run.slot, run.pid)
+                except OSError:
+                    frozen = False
+            if not frozen:
+                self.signal(run, signal.SIGSTOP)
+            try:
+                ctl.send(b"stopped")
+            except OSError:
+                pass
         elif run.session and data.startswith(b"cell "):
             self.set_cell_cpu(run, float(data[5:]))
+            self.thaw(run.slot)
             self.signal(run, signal.SIGCONT)
         if not data:
             self.unwatch(ctl.fileno())  # closed by the caller: stop polling it; finish() cleans up
@@ -925,6 +1403,8 @@ class Zygote:
                         self.reap()
                     elif what == "ctl":
                         self.handle_ctl(run)
+                    elif what == "oom":
+                        self.handle_oom(run)
                     elif what == "main":
                         self.shutdown()  # the parent process is gone (the socket only ever closes)
                         return
@@ -942,12 +1422,21 @@ class Zygote:
     def shutdown(self) -> None:
         for run in list(self.runs.values()):
             self.kill_run(run)
+        if self.cg.version:
+            for run in list(self.runs.values()):
+                self.thaw(run.slot)
+                try:
+                    os.waitpid(run.pid, 0)  # (a cgroup is removed only once its processes are gone)
+                except ChildProcessError:
+                    pass
+            self.cg.close()
         if not self.namespaces:
             _rmtree(self.work_root)
 
     # --------------------------------------------------------------- the child
-    def confine(self, slot: int) -> None:
-        """Namespaces, mounts, identity and filter of a run (in the child, pid 1 of its PID namespace)."""
+    def confine(self, slot: int, cg_procs: typing.Iterable[int] = ()) -> None:
+        """Namespaces, mounts, cgroups (``cg_procs``: the slot's ``cgroup.procs`` files, closed
+        here), identity and filter of a run (in the child, pid 1 of its PID namespace)."""
         if self.namespaces:
             _unshare(CLONE_NEWNS)
             handles = [(k, os.open(k, os.O_PATH | os.O_DIRECTORY)) for k in self.tmp_keep]
@@ -958,6 +1447,19 @@ class Zygote:
                 _mount(None, k, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
                 os.close(handle)
             _check(_libc.mount(*self.run_proc), "mount /proc")
+            if self.mode == "userns":
+                # Its /proc stays writable (for its user namespace map), but not /proc/sys: the
+                # run's uid maps to the worker's, which owns the sysctls of the pooled network
+                # and IPC namespaces (a value set there would reach the slot's next run).
+                _mount("/proc/sys", "/proc/sys", None, MS_BIND | MS_REC)
+                _mount(None, "/proc/sys", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        # Into the slot's cgroups, after the mounts (the kernel objects of the set-up are the
+        # worker's to pay, as before: kept out of the slot's memory cgroup, they cost less).
+        for fd in cg_procs:
+            os.write(fd, b"0")
+            os.close(fd)
+        if self.namespaces:
+            _unshare(CLONE_NEWCGROUP)  # its /proc/self/cgroup shows "/", not the host's layout
         if self.mode == "root":
             uid = self.uid_base + slot
             os.setgroups([])
@@ -973,7 +1475,7 @@ class Zygote:
         if self.namespaces and self.seccomp_fprog is not None:
             _install_seccomp(self.seccomp_fprog)
 
-    def child(self, chan: socket.socket, slot: int, workdir: str, enter: list) -> None:
+    def child(self, chan: socket.socket, slot: int, workdir: str, enter: list, cgs: CgSlot | None = None) -> None:
         """Runs in the forked child: confine, wait for a request, apply its limits, run the code.
 
         Everything that does not depend on the request (namespaces, mounts, the uid, the filter,
@@ -998,12 +1500,21 @@ class Zygote:
         os.dup2(chan_fd, 5)
         os.dup2(work_fd, 6)
         dirty = _enter_pooled(enter)  # (the pooled namespaces' descriptors are still open here)
-        os.closerange(7, 1 << 16)
+        # The slot's limit files go to 7, 8[, 9]: opened by the worker (root), they stay writable
+        # after the identity change, until the run's limits are written (then closed, before any
+        # of the run's code).
+        limit_fds = [] if cgs is None else [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in cgs.limits]
+        for i, fd in enumerate(limit_fds):
+            os.dup2(fd, 7 + i)
+        procs = [] if cgs is None else [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in cgs.procs]
+        for i, fd in enumerate(procs):
+            os.dup2(fd, 7 + len(limit_fds) + i)
+        os.closerange(7 + len(limit_fds) + len(procs), 1 << 16)
         if dirty:
             os.write(5, b"dirty %d" % dirty)
         if not self.namespaces:
             os.mkdir(workdir, 0o700)
-        self.confine(slot)
+        self.confine(slot, range(7 + len(limit_fds), 7 + len(limit_fds) + len(procs)))
         # After the identity change (a credential change clears it): die with the worker. The
         # worker is outside this PID namespace (getppid() says 0): its end shows on the channel.
         _libc.prctl(PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0)
@@ -1029,6 +1540,15 @@ class Zygote:
         os.close(6)
         kind, mem, cpu, fsize, nproc = HEADER.unpack(msg)
         session = kind == 1 and len(fds) > 5
+        # The whole run's memory (sockets' buffers and kernel memory included) and processes.
+        if limit_fds:
+            try:
+                for i, value in enumerate(self.cg.limit_values(mem, nproc)):
+                    os.write(7 + i, value)
+            except OSError:
+                os._exit(70)  # never run without the limits asked for
+            for i in range(len(limit_fds)):
+                os.close(7 + i)
         # fds: control, input, stdout, stderr, status, [session]. The worker keeps the control
         # socket (for kills and the final status); this process must not hold it.
         try:
@@ -1132,13 +1652,31 @@ def _warm_up(out_fd: int) -> None:
         linecache.cache.pop("<warm-up>", None)
 
 
-def _report(fd: int, status: int) -> None:
-    """Tell the caller the exit status before exiting (saves waiting for the process teardown)."""
+def _report(fd: int, status: int, busy: int = -1) -> None:
+    """Tell the caller the exit status before exiting (saves waiting for the process teardown).
+    A session's cell adds ``busy``: 1 if anything of the session could still run (see
+    :func:`_session_loop`)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
+    line = b"%d %r" % (status, usage.ru_utime + usage.ru_stime)
+    if busy >= 0:
+        line += b" %d" % busy
     try:
-        os.write(fd, b"%d %r\n" % (status, usage.ru_utime + usage.ru_stime))
+        os.write(fd, line + b"\n")
     except OSError:
         pass
+
+
+def _num_threads() -> int:
+    """Threads of this process (``/proc/self/stat``; any thread, not only Python's)."""
+    stat = _read_proc("/proc/self/stat") or b""
+    try:
+        return int(stat.rsplit(b")", 1)[1].split()[17])
+    except (IndexError, ValueError):
+        return 2  # unknown: assume another
+
+
+_ALL_SIGNALS = tuple(sorted(set(range(1, signal.NSIG)) - {int(signal.SIGKILL), int(signal.SIGSTOP)}))
+_SIG_BLOCK, _SIG_SETMASK = int(signal.SIG_BLOCK), int(signal.SIG_SETMASK)
 
 
 def _read_code(fd: int) -> str:
@@ -1223,7 +1761,11 @@ def _session_loop(sock_fd: int, namespace: dict) -> None:
     Each cell arrives on the session socket as four descriptors (input, stdout, stderr, status);
     the cell's exit status is written to the status pipe, as a one-shot run does. Processes a cell
     started are killed when it ends (this process is pid 1 of the session's PID namespace:
-    ``kill(-1)`` reaches every other process in it), and the worker stops this one between cells.
+    ``kill(-1)`` reaches every other process in it). Between cells it waits with every signal
+    blocked (no handler a cell installed, no timer, can run code then). If that leaves nothing that
+    could run (no other thread), the cell's report says so and the session is idle by
+    construction; otherwise (``busy``) the caller has the worker freeze the whole session (its
+    cgroup) before it returns the cell's result.
     """
     devnull = os.open(os.devnull, os.O_RDWR)
     os.close(4)
@@ -1231,12 +1773,14 @@ def _session_loop(sock_fd: int, namespace: dict) -> None:
     while True:
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
+        mask = _signal.pthread_sigmask(_SIG_BLOCK, _ALL_SIGNALS)  # (_signal: no enum objects)
         try:
             msg, fds = _recv_fds(sock_fd, 1024, 0)
         except OSError:
             os._exit(0)
         if not msg or len(fds) != 4:
             os._exit(0)
+        _signal.pthread_sigmask(_SIG_SETMASK, mask)
         for i, fd in enumerate(fds[:3]):
             os.dup2(fd, i)
             os.close(fd)
@@ -1247,28 +1791,35 @@ def _session_loop(sock_fd: int, namespace: dict) -> None:
         status = _run_cell(code, namespace, f"cell{cell_no}.py")
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)  # the caller sees end-of-file on the cell's pipes
-        _kill_others()
-        _report(status_fd, status)
+        alone = _kill_others()
+        _report(status_fd, status, 0 if alone and _num_threads() == 1 else 1)
         os.close(status_fd)
 
 
-def _kill_others() -> None:
-    """As pid 1 of a PID namespace: kill every other process in it and reap them all."""
+def _kill_others(budget: float = 0.05) -> bool:
+    """As pid 1 of a PID namespace: kill every other process in it and reap them all. A thread
+    of this process may keep starting more meanwhile: after ``budget`` seconds it gives up and
+    returns False (the worker then freezes the session and kills what is left)."""
     try:
         os.waitpid(-1, os.WNOHANG)
     except ChildProcessError:
-        return  # it never had a child
-    try:
-        os.kill(-1, signal.SIGKILL)
-    except OSError:
-        pass
+        return True  # it never had a child
+    end = time.monotonic() + budget
     while True:
         try:
-            os.waitpid(-1, 0)
+            os.kill(-1, signal.SIGKILL)  # again before every wait: new ones die too
+        except OSError:
+            pass
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return True
         except InterruptedError:
             continue
+        if pid == 0:
+            if time.monotonic() > end:
+                return False
+            time.sleep(0.0002)
 
 
 def _add_site_dirs(dirs: list[str]) -> None:

@@ -9,14 +9,19 @@ How it is confined (see :mod:`gem.utils._sandbox_zygote` for the mechanics):
 * a warm worker (the "zygote", a Python with common modules imported) keeps children forked and
   confined ahead of time, so ``print(1+1)`` costs about a millisecond instead of starting an
   interpreter;
-* each run is pid 1 of its own PID, IPC, network, UTS and mount namespaces: its ``/proc`` shows
-  only its processes, System V IPC and abstract sockets die with it, there is no network (no
-  interface is up, not even loopback), ``/tmp`` is a tmpfs of its own with byte and inode quotas,
+* each run is pid 1 of its own PID, mount and cgroup namespaces, in network and IPC namespaces no
+  concurrent run shares: its ``/proc`` shows only its processes, abstract sockets die with it,
+  there is no network (no interface is up, not even loopback; only unix sockets may be created), ``/tmp`` is a tmpfs of its own with byte and inode quotas,
   every other mount is read-only, and GEM's package, its checkout, home directories, Hugging Face
   caches and the ``hidden_paths`` you add are covered by empty directories;
 * it runs under an identity of its own (as root a uid per concurrent run; otherwise a user
   namespace per run), with no capabilities, no new privileges and a seccomp filter that refuses
-  what sandboxed code never needs (namespaces, mounts, ptrace, keyrings, bpf, modules, ...);
+  what sandboxed code never needs (namespaces, mounts, ptrace, keyrings, bpf, modules, System V
+  IPC, socket families other than AF_UNIX: AF_VSOCK, AF_PACKET, AF_NETLINK, ...);
+* as root, where the host has cgroups (v2, or v1 memory, pids and freezer controllers), memory
+  (socket buffers included) and processes are limited for the run as a whole, an out-of-memory
+  kill ends the whole run (``reason="memory"``), and sessions are frozen whole between cells
+  (``python -m gem.utils.sandbox --check`` says what holds on a host without them);
 * limits per run are hard rlimits (CPU time, address space, processes, file size) plus wall time
   and output size enforced here (the process limit, ``RLIMIT_NPROC``, is counted per uid by the
   kernel, so it caps each run only as root with ``drop_privileges=True``, where every run has a
@@ -58,8 +63,8 @@ logger = logging.getLogger(__name__)
 
 # ------------------------------------------------------------------ defaults (one place)
 DEFAULT_TIMEOUT = 10.0  # seconds of wall time
-DEFAULT_MEMORY_MB = 1024  # address space
-DEFAULT_MAX_PROCESSES = 16  # processes and threads of the run's uid
+DEFAULT_MEMORY_MB = 1024  # the run's processes together (cgroup) and each one's address space
+DEFAULT_MAX_PROCESSES = 16  # processes and threads of the run (cgroup; else of its uid)
 DEFAULT_FILE_SIZE_MB = 16  # largest file it may write
 DEFAULT_OUTPUT_BYTES = 1 << 20  # stdout + stderr kept; more kills the run
 MAX_CODE_BYTES = 16 << 20
@@ -79,7 +84,12 @@ _HEADER = struct.Struct("<Bqdqq")
 
 @dataclasses.dataclass(frozen=True)
 class SandboxLimits:
-    """Per-run limits. ``cpu_time`` defaults to the wall time; ``None`` disables a limit."""
+    """Per-run limits. ``cpu_time`` defaults to the wall time; ``None`` disables a limit.
+
+    ``memory_mb`` and ``max_processes`` cover the whole run (all its processes, its ``/tmp`` files
+    and socket buffers) where the sandbox has cgroups, and each process otherwise (see
+    ``Sandbox.isolation["cgroups"]`` and ``python -m gem.utils.sandbox --check``).
+    """
 
     timeout: float = DEFAULT_TIMEOUT
     cpu_time: float | None = None
@@ -117,7 +127,8 @@ class SandboxResult:
         stdout, stderr: decoded output (invalid UTF-8 replaced), cut at the output limit.
         exit_code: the exit status, or ``-N`` when killed by signal ``N``; ``None`` if it never ran.
         reason: why it stopped: ``ok`` (exit 0), ``error`` (non-zero exit or a crash),
-            ``timeout`` (wall or CPU time), ``memory`` (MemoryError under the memory limit),
+            ``timeout`` (wall or CPU time), ``memory`` (a MemoryError under the memory limit, or,
+            with cgroups, the kernel killing a process of the run for want of memory),
             ``output_limit`` (killed for printing too much).
         wall_time, cpu_time: seconds.
         isolation: what confinement was in force (``network_isolated``, ``drop_privileges``, ...).
@@ -264,8 +275,10 @@ class _Pump:
                             poller.unregister(fd)  # closed or junk: wait for the worker's report
                         elif status_buf.endswith(b"\n") and kill_deadline is None:
                             try:
-                                exit_s, cpu_s = status_buf.split()
+                                exit_s, cpu_s, *busy = status_buf.split()
                                 status = {"status": (int(exit_s) & 0xFF) << 8, "cpu": float(cpu_s)}
+                                if busy:  # a session's cell: could anything of it still run?
+                                    status["busy"] = busy[0] != b"0"
                             except ValueError:
                                 poller.unregister(fd)
                                 continue
@@ -352,6 +365,8 @@ def _classify(
         code = None
     if over_limit:
         return code, "output_limit"
+    if status_msg.get("oom"):  # the run's cgroup ran out of memory: the worker ended the run
+        return code, "memory"
     if timed_out or code == -signal.SIGXCPU:
         return code, "timeout"
     # A run is pid 1 of its PID namespace, which ignores SIGXCPU: its CPU limit is a hard one,
@@ -391,6 +406,9 @@ class Sandbox:
             (limits only: the code can read and write what your user can). Also enabled by the
             environment variable ``GEM_SANDBOX_UNSAFE=1``. Without it such a host raises
             :class:`SandboxError` explaining how to enable user namespaces.
+        cgroups: limit each run's memory and processes as a whole with a cgroup of its own (as
+            root, where the host has cgroup v2 or v1 controllers; see ``isolation["cgroups"]``).
+            ``False``: per-process limits only (rlimits), as on a host without cgroups.
     """
 
     def __init__(
@@ -407,6 +425,7 @@ class Sandbox:
         prefork: int = 4,
         hidden_paths: Iterable[str] = (),
         unsafe: bool = False,
+        cgroups: bool = True,
     ) -> None:
         if not 1 <= slots <= 256:
             raise ValueError(f"slots must be between 1 and 256, got {slots}.")
@@ -431,6 +450,7 @@ class Sandbox:
             "prefork": max(1, int(prefork)),
             "hidden_extra": list(self.hidden_paths),
             "unsafe": bool(unsafe),
+            "cgroups": bool(cgroups),
         }
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
@@ -811,10 +831,32 @@ class SandboxSession:
             else:
                 status_msg = msg
                 self.cells_run += 1
-                _send_ctl(ctl, b"stop")  # frozen until the next cell
+                # Nothing of the session may run until the next cell. Alone and single-threaded,
+                # its process waits for the next cell with every signal blocked: nothing can run.
+                # Otherwise the worker freezes it whole before this returns.
+                if status_msg.get("busy", True) and not self._stop():
+                    self._end()
             result = self.sandbox._result(pump, status_msg, timed_out, start)
             result.isolation = {**result.isolation, "restarted": restarted, "session_alive": self.alive}
             return result
+
+    def _stop(self) -> bool:
+        """Have the worker freeze the session until the next cell; wait until it has (nothing of
+        the session runs once the cell's result is returned). False if the session is gone."""
+        ctl = self._ctl
+        assert ctl is not None
+        try:
+            ctl.send(b"stop")
+            ctl.settimeout(_KILL_GRACE)
+            reply = ctl.recv(1 << 16)
+        except OSError:
+            return False
+        finally:
+            try:
+                ctl.settimeout(None)
+            except OSError:
+                pass
+        return reply == b"stopped"
 
     def _send_cell(self, pump: _Pump, lim: SandboxLimits) -> None:
         """Ask the worker for the cell's CPU allowance and to let the session run, then send it."""
@@ -1004,6 +1046,17 @@ try:
     out['user_namespaces_refused'] = ctypes.CDLL(None).unshare(0x10000000) != 0
 except OSError:
     out['user_namespaces_refused'] = True
+refused = []
+for family in (40, 17, 16, 31, 38):  # AF_VSOCK, AF_PACKET, AF_NETLINK, AF_BLUETOOTH, AF_ALG
+    try:
+        socket.socket(family, socket.SOCK_STREAM if family == 40 else socket.SOCK_RAW).close()
+    except OSError as exc:
+        refused.append(exc.errno == 97)
+    else:
+        refused.append(False)
+out['socket_families_refused'] = all(refused)
+libc = ctypes.CDLL(None, use_errno=True)
+out['sysv_ipc_refused'] = libc.shmget(0, 4096, 0o600) == -1 and ctypes.get_errno() == 1
 print(json.dumps(out))
 """
 
@@ -1031,12 +1084,48 @@ def _hidden_markers(hidden: list[str]) -> list[str]:
     return markers
 
 
-def check_host(stream: Any = None) -> int:
+def _what_holds(info: dict[str, Any]) -> list[str]:
+    """What the limits mean on this host (with cgroups or without)."""
+    if info.get("mode") == "unsafe":
+        return ["memory_mb and max_processes are rlimits of each process (unsafe mode: nothing more)"]
+    if info.get("cgroups"):
+        lines = [
+            f"memory_mb caps the run's processes together (cgroup v{info['cgroups']}), also as each "
+            "process's address space; an out-of-memory kill ends the whole run (reason 'memory')",
+            "max_processes caps the run's processes and threads together (pids cgroup)",
+        ]
+        lines.append(
+            "socket buffers and other kernel memory count against memory_mb"
+            if info.get("cgroup_socket_memory")
+            else "kernel memory counts against memory_mb; TCP buffers are not capped separately"
+        )
+        lines.append(
+            "between a session's cells every process of it is frozen (cgroup freezer)"
+            if info.get("cgroup_freezer")
+            else "between a session's cells only its kernel process is stopped (no freezer)"
+        )
+        return lines
+    per_uid = (
+        "each run has a uid of its own, so it caps the run"
+        if info.get("drop_privileges")
+        else "runs share a uid (or run as uid 0, exempt), so it is no per-run cap"
+    )
+    return [
+        "no cgroups: memory_mb caps each process's address space (RLIMIT_AS), not their sum; "
+        "a run's socket buffers count against nothing",
+        f"no cgroups: max_processes is RLIMIT_NPROC, counted per uid: {per_uid}",
+        "no cgroups: between a session's cells only its kernel process is stopped (SIGSTOP); "
+        "processes a thread starts after the cell's end run until the next cell ends",
+    ]
+
+
+def check_host(stream: Any = None, cgroups: bool = True) -> int:
     """Print which protections a run gets on this host; return 0 if untrusted code may run here,
-    1 if it would be refused (or is only allowed through the unsafe mode)."""
+    1 if it would be refused (or is only allowed through the unsafe mode). ``cgroups=False``
+    shows what holds without cgroups."""
     out = stream or sys.stdout
     try:
-        box = Sandbox(unsafe=False)
+        box = Sandbox(unsafe=False, cgroups=cgroups)
         result = box.run(_probe_code(_hidden_markers(default_hidden_paths())), timeout=20)
     except SandboxError as exc:
         print(f"REFUSED: {exc}", file=out)
@@ -1062,6 +1151,13 @@ def check_host(stream: Any = None) -> int:
         ("/tmp quotas (bytes, inodes)", probe["tmp_quotas"] and bool(info.get("tmp_quota")), True),
         ("hidden paths", probe["hidden_paths"], True),
         ("hard rlimits", probe["rlimits_hard"], True),
+        ("socket families (AF_UNIX only)", probe["socket_families_refused"], True),
+        ("System V IPC refused", probe["sysv_ipc_refused"], True),
+        (f"cgroups for the whole run (v{info.get('cgroups') or '-'})", bool(info.get("cgroups")), False),
+        ("memory limit over all its processes", bool(info.get("cgroups")), False),
+        ("socket buffers count as memory", bool(info.get("cgroup_socket_memory")), False),
+        ("process limit over the whole run", bool(info.get("cgroups")), False),
+        ("sessions frozen whole between cells", bool(info.get("cgroup_freezer")), False),
     ]
     print(f"{'':8}{'mode':<40}{info.get('mode')}", file=out)
     failed = False
@@ -1072,6 +1168,8 @@ def check_host(stream: Any = None) -> int:
     print(f"{'':8}{'hidden':<40}{', '.join(info.get('hidden', []))}", file=out)
     for note in info.get("notes", []):
         print(f"note    {note}", file=out)
+    for line in _what_holds(info):
+        print(f"holds   {line}", file=out)
     print("untrusted code: " + ("REFUSED (a protection is missing)" if failed else "allowed"), file=out)
     return 1 if failed else 0
 
@@ -1081,9 +1179,12 @@ def _main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m gem.utils.sandbox", description="GEM's Python sandbox.")
     parser.add_argument("--check", action="store_true", help="print which protections this host provides")
+    parser.add_argument(
+        "--no-cgroups", action="store_true", help="with --check: as a sandbox without cgroups (Sandbox(cgroups=False))"
+    )
     args = parser.parse_args(argv)
     if args.check:
-        return check_host()
+        return check_host(cgroups=not args.no_cgroups)
     parser.print_help()
     return 0
 
