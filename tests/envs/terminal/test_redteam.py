@@ -1,0 +1,174 @@
+"""Fixed strategies an optimiser could learn without reading the task, played against the bundled
+tasks: each must earn nothing.
+
+* **Global actions.** One command applied to the whole workspace (make everything read-only,
+  delete every empty file, strip every carriage return, ...). A task whose instruction scopes an
+  action to some files holds other files the action would also change, and those must stay as
+  they were: the global action fails the task.
+* **Constant programs.** Every program the task asks for (or asks to fix) replaced by one that
+  ignores its input: it prints a literal of the instruction (or nothing) on stdout or stderr and
+  exits 0, 1 or 124; or it runs its arguments as they are, or echoes them, or copies stdin. Each
+  test holds cases with different expected answers, so no constant program passes a test.
+* **Isolated tests.** What the agent's program does during one test (files planted next to the
+  workspace, where the next test's copy and scratch directory would go) is not seen by the next.
+
+The constant programs are graded directly (:func:`verify_task` on the starting files plus the
+programs), which is what an episode's grading does with the exported workspace.
+"""
+
+import re
+import shlex
+
+import pytest
+
+from gem.envs.terminal.bundled import bundled_tasks
+from gem.envs.terminal.env import TerminalEnv
+from gem.envs.terminal.task import TerminalTask, build_tar
+from gem.envs.terminal.verify import verify_task
+from gem.tools.bash_tool import shell_sandbox
+
+TASKS = {t.name: t for t in bundled_tasks()}
+_PATHLIKE = re.compile(r"^[\w./-]+$")
+
+
+def play(task, commands):
+    env = TerminalEnv(task=task)
+    try:
+        env.reset(seed=0)
+        for command in commands:
+            env.step(f"<bash>{command}</bash>")
+        obs, reward, terminated, truncated, info = env.step("<done/>")
+        return obs, reward, info
+    finally:
+        env.close()
+
+
+# ------------------------------------------------------------------ global actions
+GLOBAL = {
+    "read-only": "chmod -R a-w,a+r .",
+    "files read-only": "find . -type f -exec chmod a-w {} +",
+    "all executable": "find . -type f -exec chmod +x {} +",
+    "owner-only": "find . -mindepth 1 -type d -exec chmod 700 {} +; find . -type f -exec chmod 600 {} +",
+    "delete empty": "find . -type f -empty -delete",
+    "strip CR": "find . -type f -exec sed -i 's/\\r$//' {} +",
+    "trim trailing space": "find . -type f -exec sed -i 's/[ \\t]*$//' {} +",
+    "gzip all": "gzip -r .",
+}
+# The tasks each strategy paid 1.0 on before their inputs held files outside the instruction's scope.
+PAID_BEFORE = {"read-only": "ReadOnlyDocs", "delete empty": "DeleteTmpFiles", "strip CR": "CrlfToLf"}
+
+
+@pytest.mark.parametrize("strategy", sorted(PAID_BEFORE))
+def test_a_global_action_does_not_solve_a_scoped_task(strategy):
+    task = TASKS[PAID_BEFORE[strategy]]
+    assert play(task, [task.solution])[1] == 1.0
+    obs, reward, info = play(task, [GLOBAL[strategy]])
+    assert reward == 0.0 and info["graded"], obs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(n for n, t in TASKS.items() if t.files))
+def test_global_actions_earn_nothing_on_every_bundled_task(name):
+    for strategy, command in GLOBAL.items():
+        obs, reward, info = play(TASKS[name], [command])
+        assert reward == 0.0, (strategy, obs)
+
+
+# ------------------------------------------------------------------ constant programs
+def programs(task):
+    """The programs a task's tests run: the scripts its instruction names and the scripts it
+    declares mutable (those it asks to fix)."""
+    found = []
+    for token in re.findall(r"`([^`]+)`", task.instruction):
+        for word in token.split():
+            word = word[2:] if word.startswith("./") else word
+            if _PATHLIKE.match(word) and word.endswith((".sh", ".py")) and word not in found:
+                if word not in task.files or task.may_change(word):
+                    found.append(word)
+    found += [p for p in sorted(task.files) if p.endswith((".sh", ".py")) and task.may_change(p) and p not in found]
+    return found
+
+
+def constant_program(path, text, stream, status):
+    if path.endswith(".py"):
+        return f"import sys\nprint({text!r}, file=sys.{stream})\nsys.exit({status})\n"
+    return f"#!/bin/bash\necho {shlex.quote(text)}{' >&2' if stream == 'stderr' else ''}\nexit {status}\n"
+
+
+PASS_THROUGH = {  # ignores what the task asks: hands its input back
+    "run args": ("#!/bin/bash\n\"$@\"\n", "import sys\n"),
+    "echo args": ("#!/bin/bash\necho \"$@\"\n", "import sys\nprint(' '.join(sys.argv[1:]))\n"),
+    "copy stdin": ("#!/bin/bash\ncat\n", "import sys\nsys.stdout.write(sys.stdin.read())\n"),
+}
+
+
+def grade_with(task, replacements):
+    """Grade the task's starting files with ``replacements`` (path -> content) as executables."""
+    files = dict(task.files)
+    files.update({p: (text, 0o755) for p, text in replacements.items()})
+    return verify_task(shell_sandbox(), task, build_tar(files))
+
+
+def constant_strategies(task, streams=("stdout", "stderr"), statuses=(0, 1, 124)):
+    literals = [""] + list(dict.fromkeys(re.findall(r"`([^`]+)`", task.instruction)))
+    for text in literals:
+        for stream in streams:
+            for status in statuses:
+                yield (text, stream, status), {p: constant_program(p, text, stream, status) for p in programs(task)}
+
+
+PROGRAM_TASKS = sorted(n for n, t in TASKS.items() if programs(t))
+# Each paid 0.5 before its tests mixed cases with different answers (a constant exit status, the
+# usage line, the instruction's example output, the default value, TIMEOUT).
+FIXED = ["PrimeCheck", "GreetScript", "EnvDefault", "TimeoutWrapper", "FixMedian"]
+
+
+def test_the_program_tasks_are_found():
+    assert set(FIXED) <= set(PROGRAM_TASKS)
+    assert programs(TASKS["FixBackupScript"]) == ["backup.sh"] and programs(TASKS["PrimeCheck"]) == ["isprime.sh"]
+
+
+# What paid before (text, stream, exit status), played by default; the whole family under -m slow.
+PAID = {"PrimeCheck": [("", "stdout", 0), ("", "stdout", 1)],
+        "GreetScript": [("usage: greet.sh NAME", "stderr", 1)],
+        "EnvDefault": [("default", "stdout", 0)],
+        "TimeoutWrapper": [("TIMEOUT", "stdout", 124)],
+        "FixMedian": [("mean=2.5 median=2.5", "stdout", 0)]}
+
+
+@pytest.mark.parametrize("name", FIXED)
+def test_a_constant_program_passes_no_test(name):
+    task = TASKS[name]
+    assert grade_with(task, {}).passed == 0  # the starting files alone
+    for text, stream, status in PAID[name]:
+        verdict = grade_with(task, {p: constant_program(p, text, stream, status) for p in programs(task)})
+        assert verdict.graded and verdict.passed == 0, (text, stream, status, verdict.summary())
+
+
+@pytest.mark.slow  # waits out the slow case twice (8 s)
+def test_a_program_that_runs_its_arguments_passes_no_test():
+    task = TASKS["TimeoutWrapper"]  # `"$@"` is half a timeout wrapper: it never cuts a slow command
+    bash, _ = PASS_THROUGH["run args"]
+    verdict = grade_with(task, {"limit.sh": bash})
+    assert verdict.graded and verdict.passed == 0, verdict.summary()
+    assert grade_with(task, {"limit.sh": task.solution.split("<<'EOF'\n", 1)[1].rsplit("EOF", 1)[0]}).passed == 2
+
+
+@pytest.mark.parametrize("name", ["PrimeCheck", "FixMedian", "RpnCalculator"])
+def test_a_program_that_hands_its_input_back_passes_no_test(name):
+    task = TASKS[name]
+    for how, (bash, python) in PASS_THROUGH.items():
+        verdict = grade_with(task, {p: python if p.endswith(".py") else bash for p in programs(task)})
+        assert verdict.graded and verdict.passed == 0, (how, verdict.summary())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", PROGRAM_TASKS)
+def test_constant_and_pass_through_programs_pass_no_test_on_every_program_task(name):
+    task = TASKS[name]
+    for how, replacements in constant_strategies(task):
+        verdict = grade_with(task, replacements)
+        assert verdict.graded and verdict.passed == 0, (how, verdict.summary())
+    for how, (bash, python) in PASS_THROUGH.items():  # TimeoutWrapper: `"$@"` waits out its slow case
+        verdict = grade_with(task, {p: python if p.endswith(".py") else bash for p in programs(task)})
+        assert verdict.graded and verdict.passed == 0, (how, verdict.summary())
