@@ -172,3 +172,151 @@ def test_constant_and_pass_through_programs_pass_no_test_on_every_program_task(n
     for how, (bash, python) in PASS_THROUGH.items():  # TimeoutWrapper: `"$@"` waits out its slow case
         verdict = grade_with(task, {p: python if p.endswith(".py") else bash for p in programs(task)})
         assert verdict.graded and verdict.passed == 0, (how, verdict.summary())
+
+
+# ------------------------------------------------------------------ isolated tests
+ISOLATION = TerminalTask(
+    "Isolation", "Write an executable prog.sh.",
+    tests=("def test_a_runs():\n    assert sh('./prog.sh').returncode == 0\n\n"
+           "def test_b_fresh():\n    assert not exists('planted') and not exists('sub'), listdir('.')\n"
+           "    assert sh('ls -A \"$TMPDIR\"').stdout == '', 'the scratch directory holds files'\n"),
+)
+# prog.sh plants files where the next tests' copies and scratch directories would go (the names
+# an earlier harness used), and a link to a directory of its own in place of a subdirectory.
+PLANT = ("printf '#!/bin/bash\\nmkdir -p ../evil && echo x > ../evil/x\\n"
+         "for d in .. ../..; do for i in 0 1 2 3; do mkdir -p $d/workspace$i $d/workspace$i.tmp; "
+         "touch $d/workspace$i/planted $d/workspace$i.tmp/planted; ln -sfn \"$PWD/../evil\" $d/workspace$i/sub; done; done\\n"
+         "for d in ../* ../../*; do [ -d \"$d\" ] && [ \"$d\" != ../workspace ] && touch \"$d/planted\" 2>/dev/null; done; exit 0\\n' "
+         "> prog.sh && chmod +x prog.sh")
+
+
+def test_what_a_test_plants_next_to_its_workspace_the_next_test_does_not_see():
+    obs, reward, info = play(ISOLATION, [PLANT])
+    assert reward == 1.0, obs  # before: test_b_fresh found 'planted' and 'sub' (0.5)
+
+
+# ------------------------------------------------------------------ a workspace over the limit
+def test_a_workspace_just_over_the_limit_pays_what_doing_nothing_pays_and_counts_as_failed():
+    from gem.envs.terminal.env import ScriptedAgent
+    from gem.eval.records import episode_record
+    from gem.eval.summary import summarize_records
+    from gem.rollout import run_episode
+
+    task = TASKS["CountLines"]
+    # each file under the 32 MiB limit (a single larger one would be left out and the rest
+    # graded), together just over it: the solved task is not graded
+    fill = "head -c 16777216 /dev/zero > pad1 && head -c 16777216 /dev/zero > pad2"
+    records, verdicts = [], []
+    for i, actions in enumerate(([f"<bash>{task.solution} && {fill}</bash>"], ["<bash>true</bash>"])):
+        env = TerminalEnv(task=task)
+        try:
+            episode = run_episode(env, ScriptedAgent(actions), seed=0)
+        finally:
+            env.close()
+        records.append(episode_record(episode, i))
+        verdicts.append(env.last_verdict)
+    over, nothing = records
+    assert not verdicts[0].graded and "more than" in verdicts[0].reason and verdicts[1].graded
+    assert over["total_reward"] == nothing["total_reward"] == 0.0 and not over["success"]
+    summary = summarize_records([over])
+    # not set apart as "ungraded": an agent cannot hide a failure by filling its workspace
+    assert summary["scored"] == 1 and summary["ungraded"] == 0 and summary["success_rate"] == 0.0
+
+
+# ------------------------------------------------------------------ programs left running
+# greet.sh writes 1 to the reward files in the directories it is given (Harbor's /logs/verifier,
+# or where GEM's harness keeps a script's logs) and makes them read-only, starts a process that
+# leaves its session and keeps writing them for 3 s, then fails.
+REWARD_WRITER = r'''#!/bin/bash
+for d in {dirs}; do [ -d "$d" ] && echo 1 > "$d/reward.txt" && chmod 444 "$d/reward.txt"; done
+( setsid bash -c 'end=$((SECONDS + 3)); while [ $SECONDS -lt $end ]; do for d in {dirs}; do
+  [ -d "$d" ] && echo 1 > "$d/reward.txt" && echo "{{\"reward\": 1.0}}" > "$d/reward.json"; done; done' </dev/null >/dev/null 2>&1 & )
+echo nope
+'''
+
+
+def test_a_process_left_running_by_a_check_cannot_write_the_reward_of_an_exported_task(tmp_path):
+    from gem.envs.terminal.harbor import load_task, write_task
+
+    task_dir = write_task(TASKS["GreetScript"], tmp_path / "tasks")
+    scripted = load_task(task_dir, verifier="script")
+    # (inside the grading sandbox: its /tmp is its own)
+    writer = REWARD_WRITER.format(dirs="/logs/verifier /tmp/logs/verifier /tmp/*/logs/verifier /tmp/*/*/logs/verifier")
+    obs, reward, info = play(scripted, [f"printf '%s' {shlex.quote(writer)} > greet.sh && chmod +x greet.sh"])
+    assert reward == 0.0, obs  # before: 1.0 (the writer outlived test.sh and won the race to the file)
+
+
+def test_the_exported_runner_leaves_no_process_of_the_checks_behind(tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import time
+
+    from gem.envs.terminal.harbor import write_task
+
+    task_dir = write_task(TASKS["GreetScript"], tmp_path / "tasks")
+    workspace, logs = tmp_path / "app", tmp_path / "logs"
+    shutil.copytree(task_dir / "environment" / "files", workspace)
+    (workspace / "greet.sh").write_text(REWARD_WRITER.format(dirs=shlex.quote(str(logs))))  # only its own
+    (workspace / "greet.sh").chmod(0o755)
+    env = {"PATH": os.environ["PATH"], "TEST_DIR": str(task_dir / "tests"), "LOGS_DIR": str(logs)}
+    proc = subprocess.run(["bash", str(task_dir / "tests" / "test.sh")], cwd=workspace, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    time.sleep(0.5)  # a writer still running would have rewritten the files by now
+    assert float((logs / "reward.txt").read_text()) == 0.0, proc.stdout
+    assert "0.0" in (logs / "reward.json").read_text()
+
+
+# ------------------------------------------------------------------ the declared-mutable inputs
+MUTABLE_TASKS = sorted(n for n, t in TASKS.items() if any(t.may_change(p) for p in t.files))
+REMOVING_IS_THE_TASK = {"DeleteTmpFiles"}  # its mutable files are exactly the ones to delete
+
+
+def _only_mutable(task, how):
+    paths = [shlex.quote(p) for p in sorted(task.files) if task.may_change(p)]
+    return "; ".join((f": > {p}" if how == "empty" else f"rm -f {p}") for p in paths)
+
+
+@pytest.mark.parametrize("name", ["ReplaceHost", "ReadOnlyDocs", "RenameExtensions", "FixMedian"])
+def test_emptying_or_removing_only_the_mutable_inputs_earns_nothing(name):
+    task = TASKS[name]
+    for how in ("empty", "remove"):
+        obs, reward, info = play(task, [_only_mutable(task, how)])
+        assert reward == 0.0, (how, obs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", MUTABLE_TASKS)
+def test_emptying_or_removing_only_the_mutable_inputs_earns_nothing_on_every_task(name):
+    task = TASKS[name]
+    for how in ("empty", "remove"):
+        if how == "remove" and name in REMOVING_IS_THE_TASK:
+            continue
+        obs, reward, info = play(task, [_only_mutable(task, how)])
+        assert reward == 0.0, (how, obs)
+
+
+# ------------------------------------------------------------------ outputs that are inputs
+def _outputs(task):
+    names = []
+    for token in re.findall(r"`([^`]+)`", task.instruction):
+        for word in token.split():
+            if (_PATHLIKE.match(word) and "." in word and not word.startswith(("-", "/", ".")) and word not in task.files
+                    and not word.endswith("/") and not any(p.startswith(word + "/") for p in task.files)):
+                names.append(word)
+    return list(dict.fromkeys(names))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(n for n, t in TASKS.items() if t.files and _outputs(t)))
+def test_outputs_copied_or_linked_from_an_input_earn_nothing(name):
+    task = TASKS[name]
+    for source in sorted(task.files)[:6]:
+        for how in ("cp", "ln", "ln -s"):
+            cmds = []
+            for out in _outputs(task):
+                target = ("../" * out.count("/")) + source if how == "ln -s" else source
+                cmds.append(f"mkdir -p \"$(dirname {shlex.quote(out)})\" && {how} {shlex.quote(target)} {shlex.quote(out)}")
+            obs, reward, info = play(task, ["; ".join(cmds)])
+            assert reward == 0.0, (source, how, obs)
