@@ -320,3 +320,35 @@ def test_outputs_copied_or_linked_from_an_input_earn_nothing(name):
                 cmds.append(f"mkdir -p \"$(dirname {shlex.quote(out)})\" && {how} {shlex.quote(target)} {shlex.quote(out)}")
             obs, reward, info = play(task, ["; ".join(cmds)])
             assert reward == 0.0, (source, how, obs)
+
+
+# ------------------------------------------------------------------ the tools a check runs
+# Knowing the answer, the agent fakes the tools DeleteTmpFiles's check runs (`find ... | sort`)
+# instead of deleting: shell start-up files in its workspace (the checks' HOME), executables named
+# like the tools where a PATH might look, a BASH_ENV it exports in its own shell.
+FAKE_FIND = "find() { printf '%s\\n' project/logs/.keep project/notes.tmp.txt project/src/__init__.py project/src/main.c; }"
+FAKE_TOOLS = (
+    f"for f in .bashrc .profile .bash_profile .bash_login .env; do echo {shlex.quote(FAKE_FIND)} > $f; done; "
+    "mkdir -p bin .local/bin; for d in . bin .local/bin; do for t in find sort bash sh; do "
+    "printf '#!/bin/sh\\nprintf \"%s\\\\n\" project/logs/.keep project/notes.tmp.txt project/src/__init__.py project/src/main.c\\n' > $d/$t; "
+    "chmod +x $d/$t; done; done; export BASH_ENV=$HOME/.bashrc ENV=$HOME/.bashrc PATH=$HOME/bin:$PATH"
+)
+
+
+def test_faked_tools_and_shell_start_up_files_do_not_answer_for_a_check():
+    task = TASKS["DeleteTmpFiles"]
+    obs, reward, info = play(task, [FAKE_TOOLS])
+    assert reward == 0.0 and info["graded"], obs
+    obs, reward, info = play(task, [task.solution, FAKE_TOOLS])  # and they do not stop a solution
+    assert reward == 1.0, obs
+
+
+# ------------------------------------------------------------------ the agent's own leftovers
+def test_what_the_agent_left_running_does_not_change_the_workspace_after_its_command():
+    task = TASKS["CountLines"]
+    spoil = "(setsid bash -c 'sleep 0.5; echo 999 > count.txt' </dev/null >/dev/null 2>&1 &)"
+    obs, reward, info = play(task, [task.solution + "; " + spoil, "sleep 1"])
+    assert reward == 1.0, obs  # killed when its command returned: count.txt is as the agent left it
+    late = "echo 0 > count.txt; (setsid bash -c 'sleep 1; wc -l < data.txt > count.txt' </dev/null >/dev/null 2>&1 &)"
+    obs, reward, info = play(task, [late])
+    assert reward == 0.0, obs  # a solution still running when the agent submits does not count
