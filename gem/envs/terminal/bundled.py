@@ -154,17 +154,19 @@ def bundled_tasks() -> list[TerminalTask]:
     # ------------------------------------------------------------ archives
     site = {"site/index.html": "<h1>hi</h1>\n", "site/css/main.css": "body{}\n", "site/js/app.js": "console.log(1)\n"}
     T.append(_t("ExtractArchive", "Extract `bundle.tar.gz` into a new directory `out/` (so that `out/` holds what the "
-                "archive holds).",
-                {"bundle.tar.gz": _tar_gz({"data/a.txt": "A\n", "data/sub/b.txt": "B\n", "readme.md": "# r\n"})},
+                "archive holds, and nothing else).",
+                {"bundle.tar.gz": _tar_gz({"data/a.txt": "A\n", "data/sub/b.txt": "B\n", "readme.md": "# r\n"}),
+                 "old/bundle-v1.tar.gz": _tar_gz({"data/a.txt": "old A\n", "stale.txt": "stale\n"})},
                 "def test_extracted():\n    assert read('out/data/a.txt') == 'A\\n' and read('out/data/sub/b.txt') == 'B\\n'\n"
-                "    assert read('out/readme.md') == '# r\\n'\n",
+                "    assert read('out/readme.md') == '# r\\n'\n"
+                "    assert sh('cd out && find . -type f | sort').stdout.split() == ['./data/a.txt', './data/sub/b.txt', './readme.md']\n",
                 "mkdir -p out && tar -xzf bundle.tar.gz -C out", category="archives"))
-    T.append(_t("CreateArchive", "Create a gzip-compressed tar archive `backup.tar.gz` of the directory `site/`, with "
-                "paths inside the archive starting with `site/`.",
-                site,
-                "def test_archive():\n    r = sh('mkdir -p .chk && tar -xzf backup.tar.gz -C .chk && cd .chk && find site -type f | sort && cat site/js/app.js')\n"
-                "    assert r.returncode == 0, r.stderr\n    assert r.stdout.split('\\n')[:3] == ['site/css/main.css', 'site/index.html', 'site/js/app.js']\n"
-                "    assert 'console.log(1)' in r.stdout\n",
+    T.append(_t("CreateArchive", "Create a gzip-compressed tar archive `backup.tar.gz` of the directory `site/` (and "
+                "nothing else), with paths inside the archive starting with `site/`.",
+                dict(site, **{"notes.txt": "not part of the site\n", "drafts/page.html": "<p>draft</p>\n"}),
+                "def test_archive():\n    r = sh('mkdir -p .chk && tar -xzf backup.tar.gz -C .chk && cd .chk && find . -type f | sort')\n"
+                "    assert r.returncode == 0, r.stderr\n    assert r.stdout.split() == ['./site/css/main.css', './site/index.html', './site/js/app.js']\n"
+                "    assert read('.chk/site/js/app.js') == original('site/js/app.js')\n",
                 "tar -czf backup.tar.gz site", category="archives"))
     T.append(_t("GzipLogs", "Compress every `.log` file in `logs/` with gzip, so each `X.log` becomes `X.log.gz` and "
                 "the uncompressed file is gone.",

@@ -66,6 +66,18 @@ def test_a_global_action_does_not_solve_a_scoped_task(strategy):
     assert reward == 0.0 and info["graded"], obs
 
 
+@pytest.mark.parametrize("name, command", [
+    # everything in the workspace archived, every archive extracted: each paid 1.0 while the
+    # workspace held nothing else
+    ("CreateArchive", "tar -czf /tmp/all.tgz * && mv /tmp/all.tgz backup.tar.gz"),
+    ("CreateArchive", "tar -czf /tmp/all.tgz . && mv /tmp/all.tgz backup.tar.gz"),
+    ("ExtractArchive", "mkdir -p out && find . -name '*.tar.gz' -exec tar -xzf {} -C out \\;"),
+])
+def test_archiving_or_extracting_everything_does_not_solve_an_archive_task(name, command):
+    obs, reward, info = play(TASKS[name], [command])
+    assert reward == 0.0 and info["graded"], obs
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(n for n, t in TASKS.items() if t.files))
 def test_global_actions_earn_nothing_on_every_bundled_task(name):
