@@ -341,7 +341,7 @@ def test_outputs_copied_or_linked_from_an_input_earn_nothing(name):
 FAKE_FIND = "find() { printf '%s\\n' project/logs/.keep project/notes.tmp.txt project/src/__init__.py project/src/main.c; }"
 FAKE_TOOLS = (
     f"for f in .bashrc .profile .bash_profile .bash_login .env; do echo {shlex.quote(FAKE_FIND)} > $f; done; "
-    "mkdir -p bin .local/bin; for d in . bin .local/bin; do for t in find sort bash sh; do "
+    "mkdir -p bin .local/bin; for d in . bin .local/bin; do for t in find sort bash sh python3 awk tar gzip; do "
     "printf '#!/bin/sh\\nprintf \"%s\\\\n\" project/logs/.keep project/notes.tmp.txt project/src/__init__.py project/src/main.c\\n' > $d/$t; "
     "chmod +x $d/$t; done; done; export BASH_ENV=$HOME/.bashrc ENV=$HOME/.bashrc PATH=$HOME/bin:$PATH"
 )
@@ -364,3 +364,19 @@ def test_what_the_agent_left_running_does_not_change_the_workspace_after_its_com
     late = "echo 0 > count.txt; (setsid bash -c 'sleep 1; wc -l < data.txt > count.txt' </dev/null >/dev/null 2>&1 &)"
     obs, reward, info = play(task, [late])
     assert reward == 0.0, obs  # a solution still running when the agent submits does not count
+
+
+# ------------------------------------------------------------------ inputs reached another way
+@pytest.mark.parametrize("spoil, what", [
+    # the directory holding the inputs moved and linked back: every input reads the same
+    ('mv "my data" kept && ln -s kept "my data"', "was removed"),
+    # an input hard-linked to a copy that is then changed: the input changes with it
+    ('ln "my data/two.txt" alias && echo 3 > alias', "was changed"),
+    # the same bytes, as a link to a copy with the same name elsewhere
+    ('mkdir -p ../copy && cp "my data/two.txt" ../copy/ && rm "my data/two.txt" && ln -s ../../copy/two.txt "my data/two.txt"',
+     "no longer a regular file"),
+])
+def test_inputs_reached_through_links_are_still_judged(spoil, what):
+    task = TASKS["FixBackupScript"]
+    obs, reward, info = play(task, [task.solution, spoil])
+    assert reward == 0.0 and what in obs, obs
