@@ -543,6 +543,10 @@ def _gem_harbor_main(argv: list) -> int:
 
     _gem_undumpable()
     tests_dir, logs = (_gem_os.path.abspath(a) for a in argv[:2])
+    # Fail closed: a reward of 0 stands until the verdicts replace it, so a runner stopped early
+    # (killed, out of processes) never leaves a reward file someone else wrote in its place.
+    _gem_write_fresh(logs, "reward.json", _gem_json.dumps({"reward": 0.0}))
+    _gem_write_fresh(logs, "reward.txt", "0.0\n")
     workspace = _gem_os.getcwd()
     with open(_gem_os.path.join(tests_dir, "gem_task.json"), encoding="utf-8") as fh:
         spec = _gem_json.load(fh)

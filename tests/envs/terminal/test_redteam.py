@@ -380,3 +380,25 @@ def test_inputs_reached_through_links_are_still_judged(spoil, what):
     task = TASKS["FixBackupScript"]
     obs, reward, info = play(task, [task.solution, spoil])
     assert reward == 0.0 and what in obs, obs
+
+
+def test_the_exported_runner_fails_closed_when_it_stops_early(tmp_path):
+    import os
+    import shutil
+    import subprocess
+
+    from gem.envs.terminal.harbor import write_task
+
+    task_dir = write_task(TASKS["CountLines"], tmp_path / "tasks")
+    (task_dir / "tests" / "gem_inputs.tar").unlink()  # the runner stops before grading anything
+    workspace, logs = tmp_path / "app", tmp_path / "logs"
+    shutil.copytree(task_dir / "environment" / "files", workspace)
+    logs.mkdir()
+    for name, text in (("reward.txt", "1\n"), ("reward.json", '{"reward": 1.0}')):  # left there, read-only
+        (logs / name).write_text(text)
+        (logs / name).chmod(0o444)
+    env = {"PATH": os.environ["PATH"], "TEST_DIR": str(task_dir / "tests"), "LOGS_DIR": str(logs)}
+    proc = subprocess.run(["bash", str(task_dir / "tests" / "test.sh")], cwd=workspace, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0  # it did stop early
+    assert float((logs / "reward.txt").read_text()) == 0.0 and '"reward": 0.0' in (logs / "reward.json").read_text()
