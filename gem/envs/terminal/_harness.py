@@ -61,6 +61,7 @@ import json as _gem_json  # noqa: E402
 import select as _gem_select  # noqa: E402
 import subprocess as _gem_subprocess  # noqa: E402
 import tarfile as _gem_tarfile  # noqa: E402
+import tempfile as _gem_tempfile  # noqa: E402
 import time as _gem_time  # noqa: E402
 import traceback as _gem_traceback  # noqa: E402
 
@@ -250,6 +251,8 @@ def _gem_run_script(header: dict, ws: str) -> dict:
            "PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     proc = _gem_subprocess.run(["bash", _gem_os.path.join(tests_dir, "test.sh")], cwd=ws, env=env,
                                capture_output=True, text=True, errors="replace")
+    # What the script's programs left running could still write the reward file: gone first.
+    _gem_kill_descendants()
     score = None
     for name in ("reward.txt", "reward.json"):
         path = _gem_os.path.join(logs, name)
@@ -271,6 +274,7 @@ def _gem_run_script(header: dict, ws: str) -> dict:
 def _gem_child(header: dict, test: dict, ws: str, report_fd: int) -> None:
     try:
         _gem_os.setsid()
+        _gem_undumpable()
         for fd in range(3, 1024):
             if fd != report_fd:
                 try:
@@ -311,6 +315,7 @@ def _gem_wait(pid: int, read_fd: int, timeout: float) -> dict:
         chunks.append(chunk)
     _gem_os.close(read_fd)
     _gem_cleanup(pid)
+    _gem_kill_descendants()
     if timed_out:
         return {"passed": False, "detail": f"the test did not finish within {timeout:g} s"}
     try:
@@ -400,8 +405,11 @@ def _gem_grade(header: dict, tar: bytes, inputs: bytes, emit) -> None:
         emit({"done": True})
         return
     for i, test in enumerate(header["tests"]):
-        # Each test gets its own copy: what one test's programs change, the next does not see.
-        ws = _gem_os.path.join(_gem_os.getcwd(), f"workspace{i}")
+        # Each test gets its own copy in a directory made for it (a name no earlier test could
+        # predict, and that cannot exist before): what one test's programs change or plant next
+        # to their workspace, the next does not see.
+        test_dir = _gem_tempfile.mkdtemp(prefix=f"test{i}-", dir=_gem_os.getcwd())
+        ws = _gem_os.path.join(test_dir, "workspace")
         try:
             prepare(ws)
         except Exception as exc:  # noqa: BLE001 - e.g. a workspace that fills the disk
@@ -421,20 +429,74 @@ def _gem_grade(header: dict, tar: bytes, inputs: bytes, emit) -> None:
         result = _gem_wait(pid, read_fd, float(header.get("test_timeout", 20)))
         result["test"] = test["name"]
         emit(result)
-        for done in (ws, ws + ".tmp"):
-            if _gem_os.path.isdir(done):
-                _gem_os.chmod(done, 0o700)
-                _gem_wipe(done)
+        _gem_remove_tree(test_dir)
     emit({"done": True})
 
 
+def _gem_remove_tree(root: str) -> None:
+    """Remove ``root`` and everything under it (read-only directories too, links never followed)."""
+    try:
+        _gem_os.chmod(root, 0o700)
+        _gem_wipe(root)
+        _gem_os.rmdir(root)
+    except OSError:
+        pass
+
+
 def _gem_undumpable() -> None:
+    """No ptrace, no ``/proc/<pid>/mem`` or ``/fd`` for other processes of this uid; and become a
+    child subreaper: whatever a test's programs leave running (double-forked, in a session of
+    its own) stays a descendant of this process, so :func:`_gem_kill_descendants` finds it."""
     try:
         import ctypes
 
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+        libc = ctypes.CDLL(None)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER = 1
     except (OSError, AttributeError):
         pass
+
+
+def _gem_descendants(root: int) -> list:
+    """The live (not zombie) processes below ``root``, from ``/proc``."""
+    children: dict = {}
+    try:
+        names = _gem_os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                fields = fh.read().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        if len(fields) > 1 and fields[0] != b"Z":
+            children.setdefault(int(fields[1]), []).append(int(name))
+    found, todo = [], [root]
+    while todo:
+        for pid in children.get(todo.pop(), []):
+            found.append(pid)
+            todo.append(pid)
+    return found
+
+
+def _gem_kill_descendants(limit: float = 2.0) -> None:
+    """Kill every process below this one (what a test's programs left running, wherever it went:
+    a new session, a double fork) and reap what comes back to this subreaper; at most ``limit`` s."""
+    deadline = _gem_time.monotonic() + limit
+    while True:
+        found = _gem_descendants(_gem_os.getpid())
+        for pid in found:
+            try:
+                _gem_os.kill(pid, 9)
+            except OSError:
+                pass
+        _gem_reap()
+        if not found or _gem_time.monotonic() > deadline:
+            return
+        _gem_time.sleep(0.002)
 
 
 def _gem_harness_main() -> None:
@@ -481,6 +543,10 @@ def _gem_harbor_main(argv: list) -> int:
 
     _gem_undumpable()
     tests_dir, logs = (_gem_os.path.abspath(a) for a in argv[:2])
+    # Fail closed: a reward of 0 stands until the verdicts replace it, so a runner stopped early
+    # (killed, out of processes) never leaves a reward file someone else wrote in its place.
+    _gem_write_fresh(logs, "reward.json", _gem_json.dumps({"reward": 0.0}))
+    _gem_write_fresh(logs, "reward.txt", "0.0\n")
     workspace = _gem_os.getcwd()
     with open(_gem_os.path.join(tests_dir, "gem_task.json"), encoding="utf-8") as fh:
         spec = _gem_json.load(fh)
@@ -519,13 +585,27 @@ def _gem_harbor_main(argv: list) -> int:
     metrics = {"reward": reward, "tests_passed": float(len(passed)), "tests_total": float(len(spec["tests"]))}
     for name in spec["tests"]:
         metrics[name] = 1.0 if name in passed else 0.0
-    _gem_os.makedirs(logs, exist_ok=True)
-    with open(_gem_os.path.join(logs, "reward.json"), "w", encoding="utf-8") as fh:
-        _gem_json.dump(metrics, fh)
-    with open(_gem_os.path.join(logs, "reward.txt"), "w", encoding="utf-8") as fh:
-        fh.write(f"{reward}\n")
+    _gem_write_fresh(logs, "reward.json", _gem_json.dumps(metrics))
+    _gem_write_fresh(logs, "reward.txt", f"{reward}\n")
     print(f"reward: {reward}")
     return 0
+
+
+def _gem_write_fresh(directory: str, name: str, text: str) -> None:
+    """Write ``directory/name`` as a new file, whatever stood there (a file made read-only, a
+    directory, a link: the checks' programs could have left one, with a reward in it)."""
+    import shutil
+
+    _gem_os.makedirs(directory, exist_ok=True)
+    _gem_os.chmod(directory, _gem_os.stat(directory).st_mode | 0o700)
+    path = _gem_os.path.join(directory, name)
+    if _gem_os.path.isdir(path) and not _gem_os.path.islink(path):
+        shutil.rmtree(path)
+    elif _gem_os.path.lexists(path):
+        _gem_os.unlink(path)
+    fd = _gem_os.open(path, _gem_os.O_WRONLY | _gem_os.O_CREAT | _gem_os.O_EXCL, 0o644)
+    with _gem_os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
 
 
 if len(_gem_sys.argv) > 1 and _gem_sys.argv[1] == "--harbor":

@@ -115,10 +115,11 @@ def bundled_tasks() -> list[TerminalTask]:
                 "    for name in ('guide', 'intro', 'my notes'):\n        assert read(f'docs/{name}.md') == original(f'docs/{name}.txt'), name\n",
                 "cd docs && for f in *.txt; do mv -- \"$f\" \"${f%.txt}.md\"; done", mutable=('docs/*.txt',)))
     T.append(_t("DeleteTmpFiles", "Delete every file ending in `.tmp` anywhere under `project/`. Keep everything else.",
-                {"project/a.tmp": "", "project/src/b.tmp": "", "project/src/main.c": "int main(){}\n",
-                 "project/src/deep/c.tmp": "", "project/notes.tmp.txt": "keep\n"},
+                {"project/a.tmp": "scratch\n", "project/src/b.tmp": "partial build\n", "project/src/main.c": "int main(){}\n",
+                 "project/src/deep/c.tmp": "x", "project/notes.tmp.txt": "keep\n", "project/src/__init__.py": "",
+                 "project/logs/.keep": ""},
                 "def test_deleted():\n    r = sh('find project -type f | sort')\n"
-                "    assert r.stdout.split() == ['project/notes.tmp.txt', 'project/src/main.c']\n",
+                "    assert r.stdout.split() == ['project/logs/.keep', 'project/notes.tmp.txt', 'project/src/__init__.py', 'project/src/main.c']\n",
                 "find project -type f -name '*.tmp' -delete", mutable=('project/*.tmp',)))
     T.append(_t("TopWords", "Write the 5 most frequent words of `text.txt` to `top.txt` as `word count` lines, most "
                 "frequent first (ties alphabetical). Words are runs of letters, compared in lower case.",
@@ -138,8 +139,10 @@ def bundled_tasks() -> list[TerminalTask]:
                 {"poem.txt": "roses are red\nviolets are blue\nshells are fast\nand so are you\n"},
                 "def test_reversed():\n    assert lines('reversed.txt') == original_lines('poem.txt')[::-1]\n",
                 "tac poem.txt > reversed.txt"))
-    T.append(_t("CrlfToLf", "`report.csv` has Windows line endings (CRLF). Convert it in place to Unix line endings.",
-                {"report.csv": "id,value\r\n1,10\r\n2,20\r\n3,30\r\n"},
+    T.append(_t("CrlfToLf", "`report.csv` has Windows line endings (CRLF). Convert it in place to Unix line endings. "
+                "Leave the other files as they are.",
+                {"report.csv": "id,value\r\n1,10\r\n2,20\r\n3,30\r\n", "old_report.csv": "id,value\r\n1,9\r\n",
+                 "tools/run.bat": "@echo off\r\necho run\r\n"},
                 "def test_lf():\n    assert read_bytes('report.csv') == b'id,value\\n1,10\\n2,20\\n3,30\\n'\n",
                 "sed -i 's/\\r$//' report.csv", mutable=('report.csv',)))
     T.append(_t("TrimTrailingSpace", "Remove trailing spaces and tabs from every line of every `.py` file under `src/`. "
@@ -151,17 +154,19 @@ def bundled_tasks() -> list[TerminalTask]:
     # ------------------------------------------------------------ archives
     site = {"site/index.html": "<h1>hi</h1>\n", "site/css/main.css": "body{}\n", "site/js/app.js": "console.log(1)\n"}
     T.append(_t("ExtractArchive", "Extract `bundle.tar.gz` into a new directory `out/` (so that `out/` holds what the "
-                "archive holds).",
-                {"bundle.tar.gz": _tar_gz({"data/a.txt": "A\n", "data/sub/b.txt": "B\n", "readme.md": "# r\n"})},
+                "archive holds, and nothing else).",
+                {"bundle.tar.gz": _tar_gz({"data/a.txt": "A\n", "data/sub/b.txt": "B\n", "readme.md": "# r\n"}),
+                 "old/bundle-v1.tar.gz": _tar_gz({"data/a.txt": "old A\n", "stale.txt": "stale\n"})},
                 "def test_extracted():\n    assert read('out/data/a.txt') == 'A\\n' and read('out/data/sub/b.txt') == 'B\\n'\n"
-                "    assert read('out/readme.md') == '# r\\n'\n",
+                "    assert read('out/readme.md') == '# r\\n'\n"
+                "    assert sh('cd out && find . -type f | sort').stdout.split() == ['./data/a.txt', './data/sub/b.txt', './readme.md']\n",
                 "mkdir -p out && tar -xzf bundle.tar.gz -C out", category="archives"))
-    T.append(_t("CreateArchive", "Create a gzip-compressed tar archive `backup.tar.gz` of the directory `site/`, with "
-                "paths inside the archive starting with `site/`.",
-                site,
-                "def test_archive():\n    r = sh('mkdir -p .chk && tar -xzf backup.tar.gz -C .chk && cd .chk && find site -type f | sort && cat site/js/app.js')\n"
-                "    assert r.returncode == 0, r.stderr\n    assert r.stdout.split('\\n')[:3] == ['site/css/main.css', 'site/index.html', 'site/js/app.js']\n"
-                "    assert 'console.log(1)' in r.stdout\n",
+    T.append(_t("CreateArchive", "Create a gzip-compressed tar archive `backup.tar.gz` of the directory `site/` (and "
+                "nothing else), with paths inside the archive starting with `site/`.",
+                dict(site, **{"notes.txt": "not part of the site\n", "drafts/page.html": "<p>draft</p>\n"}),
+                "def test_archive():\n    r = sh('mkdir -p .chk && tar -xzf backup.tar.gz -C .chk && cd .chk && find . -type f | sort')\n"
+                "    assert r.returncode == 0, r.stderr\n    assert r.stdout.split() == ['./site/css/main.css', './site/index.html', './site/js/app.js']\n"
+                "    assert read('.chk/site/js/app.js') == original('site/js/app.js')\n",
                 "tar -czf backup.tar.gz site", category="archives"))
     T.append(_t("GzipLogs", "Compress every `.log` file in `logs/` with gzip, so each `X.log` becomes `X.log.gz` and "
                 "the uncompressed file is gone.",
@@ -190,8 +195,9 @@ def bundled_tasks() -> list[TerminalTask]:
                 "    assert read('keys/secret.key') == original('keys/secret.key')\n",
                 "chmod 700 keys && chmod 600 keys/secret.key", category="permissions", mutable=('keys/secret.key',)))
     T.append(_t("ReadOnlyDocs", "Make every file under `docs/` read-only for everyone (no write permission for owner, "
-                "group or others) while keeping them readable by everyone.",
-                {"docs/a.md": ("a\n", 0o664), "docs/b/c.md": ("c\n", 0o600), "docs/b/d.md": ("d\n", 0o666)},
+                "group or others) while keeping them readable by everyone. Files outside `docs/` keep their modes.",
+                {"docs/a.md": ("a\n", 0o664), "docs/b/c.md": ("c\n", 0o600), "docs/b/d.md": ("d\n", 0o666),
+                 "notes.md": ("n\n", 0o644), "drafts/todo.md": ("t\n", 0o664)},
                 "def test_ro():\n    for p in ('docs/a.md', 'docs/b/c.md', 'docs/b/d.md'):\n"
                 "        m = mode(p)\n        assert m & 0o222 == 0 and m & 0o444 == 0o444, (p, oct(m))\n        assert read(p) == original(p), p\n",
                 "find docs -type f -exec chmod a-w,a+r {} +", category="permissions", mutable=('docs/',)))
@@ -218,30 +224,36 @@ def bundled_tasks() -> list[TerminalTask]:
                 {},
                 "def test_greet():\n    assert sh('./greet.sh World').stdout == 'Hello, World!\\n'\n"
                 "    assert sh('./greet.sh \"Ada L\"').stdout == 'Hello, Ada L!\\n'\n\n"
-                "def test_usage():\n    r = sh('./greet.sh')\n    assert r.returncode == 1 and 'usage: greet.sh NAME' in r.stderr and r.stdout == ''\n",
+                "def test_usage():\n    r = sh('./greet.sh')\n    assert r.returncode == 1 and 'usage: greet.sh NAME' in r.stderr and r.stdout == ''\n"
+                "    r = sh('./greet.sh Bo')\n    assert r.returncode == 0 and r.stderr == '' and r.stdout == 'Hello, Bo!\\n'\n",
                 "cat > greet.sh <<'EOF'\n#!/bin/bash\nif [ $# -lt 1 ]; then echo 'usage: greet.sh NAME' >&2; exit 1; fi\necho \"Hello, $1!\"\nEOF\nchmod +x greet.sh",
                 category="scripts"))
     T.append(_t("PrimeCheck", "Write an executable `isprime.sh N` that exits with status 0 when the integer N >= 0 is "
                 "prime and 1 otherwise (it prints nothing).",
                 {},
-                "def test_primes():\n    for n in (2, 3, 13, 97, 7919):\n        assert sh(f'./isprime.sh {n}').returncode == 0, n\n\n"
-                "def test_composites():\n    for n in (0, 1, 4, 91, 7917):\n        assert sh(f'./isprime.sh {n}').returncode == 1, n\n",
+                "def test_small():\n    for n, prime in ((0, False), (1, False), (2, True), (3, True), (4, False), (13, True)):\n"
+                "        assert sh(f'./isprime.sh {n}').returncode == (0 if prime else 1), n\n\n"
+                "def test_large():\n    for n, prime in ((91, False), (97, True), (7917, False), (7919, True)):\n"
+                "        assert sh(f'./isprime.sh {n}').returncode == (0 if prime else 1), n\n",
                 "cat > isprime.sh <<'EOF'\n#!/bin/bash\nn=$1\n[ \"$n\" -lt 2 ] && exit 1\nfor ((i=2; i*i<=n; i++)); do (( n % i == 0 )) && exit 1; done\nexit 0\nEOF\nchmod +x isprime.sh",
                 category="scripts"))
     T.append(_t("EnvDefault", "Write an executable `mode.sh` that prints the value of the environment variable "
                 "`APP_MODE`, or `default` when it is unset or empty.",
                 {},
-                "def test_set():\n    assert sh('./mode.sh', env={'APP_MODE': 'prod'}).stdout == 'prod\\n'\n\n"
-                "def test_unset():\n    assert sh('./mode.sh').stdout == 'default\\n'\n    assert sh('./mode.sh', env={'APP_MODE': ''}).stdout == 'default\\n'\n",
+                "def test_set():\n    assert sh('./mode.sh', env={'APP_MODE': 'prod'}).stdout == 'prod\\n'\n"
+                "    assert sh('./mode.sh', env={'APP_MODE': 'stage two'}).stdout == 'stage two\\n'\n\n"
+                "def test_unset():\n    assert sh('./mode.sh').stdout == 'default\\n'\n    assert sh('./mode.sh', env={'APP_MODE': ''}).stdout == 'default\\n'\n"
+                "    assert sh('./mode.sh', env={'APP_MODE': 'dev'}).stdout == 'dev\\n'\n",
                 "printf '#!/bin/bash\\necho \"${APP_MODE:-default}\"\\n' > mode.sh && chmod +x mode.sh",
                 category="scripts"))
     T.append(_t("TimeoutWrapper", "Write an executable `limit.sh CMD...` that runs the command with its arguments and "
                 "prints `TIMEOUT` (exit status 124) if it runs longer than 1 second; otherwise it passes the "
                 "command's output and exit status through.",
                 {},
-                "def test_fast():\n    r = sh('./limit.sh echo hi there')\n    assert r.stdout == 'hi there\\n' and r.returncode == 0\n"
-                "    assert sh('./limit.sh false').returncode == 1\n\n"
-                "def test_slow():\n    r = sh('./limit.sh sleep 5', timeout=4)\n    assert r.returncode == 124 and 'TIMEOUT' in r.stdout\n",
+                "def test_output():\n    r = sh('./limit.sh echo hi there')\n    assert r.stdout == 'hi there\\n' and r.returncode == 0\n"
+                "    r = sh('./limit.sh sleep 5', timeout=4)\n    assert r.returncode == 124 and 'TIMEOUT' in r.stdout\n\n"
+                "def test_status():\n    assert sh('./limit.sh false').returncode == 1\n"
+                "    r = sh('./limit.sh bash -c \"sleep 5; exit 3\"', timeout=4)\n    assert r.returncode == 124 and r.stdout.strip() == 'TIMEOUT'\n",
                 "cat > limit.sh <<'EOF'\n#!/bin/bash\ntimeout 1 \"$@\"\ns=$?\n[ $s -eq 124 ] && echo TIMEOUT\nexit $s\nEOF\nchmod +x limit.sh",
                 difficulty="medium", category="scripts"))
     # ------------------------------------------------------------ CSV / JSON
@@ -327,8 +339,10 @@ def bundled_tasks() -> list[TerminalTask]:
                 "(`python3 stats.py 1 2 3 4` should print `mean=2.5 median=2.5`), but its median is wrong. Fix it.",
                 {"stats.py": "import sys\nxs = [float(a) for a in sys.argv[1:]]\nmean = sum(xs) / len(xs)\n"
                  "median = xs[len(xs) // 2]\nprint(f'mean={mean:g} median={median:g}')\n"},
-                "def test_even():\n    assert sh('python3 stats.py 4 1 3 2').stdout.strip() == 'mean=2.5 median=2.5'\n\n"
-                "def test_odd():\n    assert sh('python3 stats.py 9 1 5').stdout.strip() == 'mean=5 median=5'\n",
+                "def test_even():\n    assert sh('python3 stats.py 4 1 3 2').stdout.strip() == 'mean=2.5 median=2.5'\n"
+                "    assert sh('python3 stats.py 30 2 8 4 6 10').stdout.strip() == 'mean=10 median=7'\n\n"
+                "def test_odd():\n    assert sh('python3 stats.py 9 1 5').stdout.strip() == 'mean=5 median=5'\n"
+                "    assert sh('python3 stats.py 7 100 3 4 1').stdout.strip() == 'mean=23 median=4'\n",
                 "sed -i 's|^median = .*|s = sorted(xs)\\nmedian = s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2|' stats.py",
                 difficulty="medium", category="programs", mutable=('stats.py',)))
     T.append(_t("RpnCalculator", "Write `rpn.py`: for each line of stdin (a Reverse Polish expression of integers and "
