@@ -47,6 +47,20 @@ def maybe_add_new_line(text: str) -> str:
     return text if not text or text.endswith("\n") else text + "\n"
 
 
+def assistant_text(action: Any, info: dict[str, Any]) -> str:
+    """What the assistant turn holds for ``action``: the action as a tool cut it
+    (``info["parsed_action"]``) when there is one, else the action as the agent wrote it.
+
+    An env that could not parse a reply reports ``parsed_action=None`` (math, QA, code, logic):
+    the turn is then the raw reply, as in the original GEM (whose single-turn envs set no
+    ``parsed_action``), never ``None``, which a template that joins strings cannot render.
+    """
+    parsed = info.get("parsed_action")
+    if isinstance(parsed, str):
+        return parsed
+    return action if isinstance(action, str) else str(action)
+
+
 class Turn(NamedTuple):
     """One observation as the model sees it: the user turn's text, and the native call it answers."""
 
@@ -102,7 +116,7 @@ class ObservationWrapper(EnvWrapper):
     def step(self, action: str) -> StepResult:
         obs, reward, terminated, truncated, info = self.env.step(action)
         previous = self.obs_queue[-1] if self.obs_queue else Turn("")
-        act = info.get("parsed_action", action)
+        act = assistant_text(action, info)
         call_id = info.get("tool_call_id") if info.get("use_tool") and parse_function_call(act) else None
         turn = Turn(user_content(obs, info), call_id if isinstance(call_id, str) and call_id else None)
         self.act_queue.append(act)
