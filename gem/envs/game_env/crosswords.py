@@ -38,6 +38,8 @@ class CrosswordsEnv(LetterGridEnv):
     3 or 4 words with :data:`RANDOM_SPARE_TURNS` more turns than letter cells (the ``-random`` preset).
     """
 
+    reset_before_first_step = True  # the original GEM reset this game in its constructor
+
     _pattern = _MOVE
     _suffix = "Enter your next letter."
     random_num_words = RANDOM_NUM_WORDS

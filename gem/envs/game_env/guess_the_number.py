@@ -27,6 +27,8 @@ class GuessTheNumberEnv(Env):
     plus one.
     """
 
+    reset_before_first_step = True  # the original GEM reset this game in its constructor
+
     def __init__(
         self,
         min_number: Optional[int] = 1,

@@ -40,6 +40,8 @@ class HangmanEnv(SecretWordEnv):
     (the ``-random`` preset).
     """
 
+    reset_before_first_step = True  # the original GEM reset this game in its constructor
+
     def __init__(
         self,
         word_length: Optional[int] = 5,

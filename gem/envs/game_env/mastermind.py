@@ -54,6 +54,8 @@ class MastermindEnv(Env):
     :mod:`._shaping`).
     """
 
+    reset_before_first_step = True  # the original GEM reset this game in its constructor
+
     def __init__(
         self,
         code_length: Optional[int] = 4,

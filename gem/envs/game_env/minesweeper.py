@@ -39,6 +39,8 @@ class MinesweeperEnv(Env):
     cleared board returns 1 in total; ``False`` pays only the win (see :mod:`._shaping`).
     """
 
+    reset_before_first_step = True  # the original GEM reset this game in its constructor
+
     def __init__(
         self,
         rows: Optional[int] = 8,
