@@ -4,7 +4,8 @@ Every observation is first turned into the text of a user turn with
 :func:`gem.utils.prompting.user_content`: the env's ``info["prefix"]``, the observation and the
 env's instruction ``info["suffix"]`` (``Put your final answer within \\boxed{}.``), each once. So
 the instruction is part of the turn it belongs to, and nothing the env says lands inside an
-assistant turn.
+assistant turn. The observation of a step that ended the episode is shown without its suffix:
+nothing asks for a move after the end.
 
 Modes (GEM's options):
 
@@ -118,7 +119,10 @@ class ObservationWrapper(EnvWrapper):
         previous = self.obs_queue[-1] if self.obs_queue else Turn("")
         act = assistant_text(action, info)
         call_id = info.get("tool_call_id") if info.get("use_tool") and parse_function_call(act) else None
-        turn = Turn(user_content(obs, info), call_id if isinstance(call_id, str) and call_id else None)
+        # A step that ended the episode asks for nothing more: its suffix (a request for the next
+        # move or answer) is left out, whatever the env or a wrapper below put there.
+        shown = {k: v for k, v in info.items() if k != "suffix"} if terminated or truncated else info
+        turn = Turn(user_content(obs, shown), call_id if isinstance(call_id, str) and call_id else None)
         self.act_queue.append(act)
         self.obs_queue.append(turn)
         if self.apply_chat_template_on_reset:

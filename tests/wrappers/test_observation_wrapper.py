@@ -254,3 +254,32 @@ def test_an_unparseable_reply_with_the_tiny_tokenizer_and_a_joining_template(tmp
         env.reset(seed=0)
         obs, *_ = env.step(UNPARSEABLE)
         assert f"<|im_start|>assistant\n{UNPARSEABLE}<|im_end|>" in obs
+
+
+# ------------------------------------------------------ nothing asks for a move after the end
+class AsksEvenAtTheEnd(CountEnv):
+    """An env (or a wrapper below) that keeps its request for the next move in the terminal info."""
+
+    def reset(self, seed=None, **kwargs):
+        obs, _ = super().reset(seed)
+        return obs, {"suffix": "Enter your first move."}
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated, truncated, {**info, "suffix": "Enter your next move."}
+
+
+@pytest.mark.parametrize("mode", [{"include_chat_template": False, "include_action": False},
+                                  {"include_chat_template": False}, {"include_chat_template": True},
+                                  {"include_chat_template": False, "apply_chat_template_on_reset": True}])
+def test_the_terminal_turn_never_asks_for_a_move(mode):
+    env = ObservationWrapper(AsksEvenAtTheEnd(target=2), tokenizer=ScriptedTokenizer(), **mode)
+    first, _ = env.reset(seed=0)
+    assert first.count("Enter your first move.") == 1
+    obs, *_, terminated, truncated, _ = env.step(PLUS)
+    if not (terminated or truncated):
+        assert obs.count("Enter your next move.") == 1
+        obs, *_, terminated, truncated, _ = env.step(PLUS)
+    assert terminated or truncated
+    last_turn = obs.rsplit("count", 1)[1]  # the terminal observation's turn
+    assert "Enter your" not in last_turn

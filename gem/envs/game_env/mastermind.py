@@ -15,6 +15,7 @@ import functools
 import re
 from typing import Any, Optional
 
+from gem.envs.game_env._prompts import GAME_OVER_SUFFIX, first_request
 from gem.agents.base import Agent
 from gem.core import Env, StepResult
 from gem.envs.game_env._shaping import ProgressReward
@@ -98,7 +99,7 @@ class MastermindEnv(Env):
         self._guessed = set()
         # digit -> place in the code, for scoring codes without repeats in one pass
         self._places = {} if self.duplicate_numbers else {d: i for i, d in enumerate(self.secret)}
-        return self._instructions(), {"suffix": self.get_task_suffix()}
+        return self._instructions(), {"suffix": first_request(self.get_task_suffix())}
 
     def step(self, action: str) -> StepResult:
         if self._needs_reset:
@@ -111,7 +112,7 @@ class MastermindEnv(Env):
                 f"separated by spaces in \\boxed{{}}, e.g. {self._example()}. The game is over.",
                 self.format_error_reward,
                 terminated=True,
-                info={"suffix": self.get_task_suffix(), "success": False},
+                info={"suffix": GAME_OVER_SUFFIX, "success": False},
             )
         problem = self._problem(guess)
         if problem is None:
@@ -125,7 +126,7 @@ class MastermindEnv(Env):
                     f"Turn {turn}: {shown} is the secret code. You cracked it in {turn} turns!",
                     self.shaping.win(self),
                     terminated=True,
-                    info={"suffix": self.get_task_suffix(), "success": True},
+                    info={"suffix": GAME_OVER_SUFFIX, "success": True},
                 )
             feedback = f"Turn {turn}: you guessed {shown}: {black} black peg(s), {white} white peg(s)."
             reward = self.shaping.progress(black / self.code_length, self)
@@ -140,7 +141,7 @@ class MastermindEnv(Env):
                 f"{feedback}\nYou have used all {self.max_turns} turns; the code was {_fmt(self.secret)}.",
                 reward,
                 truncated=True,
-                info={"suffix": self.get_task_suffix(), "success": False},
+                info={"suffix": GAME_OVER_SUFFIX, "success": False},
             )
         return f"{feedback}\n{self.render()}", float(reward), False, False, {"suffix": self.get_task_suffix()}
 
