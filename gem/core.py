@@ -110,6 +110,20 @@ def _guard_step(step: Callable[..., Any]) -> Callable[..., Any]:
     return guarded
 
 
+def _guard_sample(sample: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap ``sample_random_action`` of an env with ``reset_before_first_step``: before any episode
+    it starts one, as the original GEM's games (reset in their constructor) had one to sample from."""
+
+    @functools.wraps(sample)
+    def guarded(self: "Env", *args: Any, **kwargs: Any) -> Any:
+        if not self._episode_started:
+            self.reset()
+        return sample(self, *args, **kwargs)
+
+    guarded._gem_sample_guard = True  # type: ignore[attr-defined]
+    return guarded
+
+
 class Env(abc.ABC):
     """Base class of every GEM environment.
 
@@ -136,7 +150,8 @@ class Env(abc.ABC):
         reset_before_first_step: ``True`` for an env that the original GEM reset in its
             constructor (its games): a ``step`` before any ``reset`` then starts an episode with
             ``reset()`` (unseeded: the seed ``gem.make(id, seed=...)`` set, else a fresh one) and
-            plays the action in it, as the original allowed. Strict mode raises instead.
+            plays the action in it, as the original allowed (strict mode raises instead); so does
+            ``sample_random_action`` before any ``reset``.
         deterministic: ``True`` for an env whose episode does not depend on the seed (a fixed
             puzzle, an evaluation set taken in order); ``check_env`` then does not require
             different seeds to give different episodes.
@@ -169,6 +184,9 @@ class Env(abc.ABC):
         step = cls.__dict__.get("step")
         if callable(step) and not getattr(step, "_gem_step_guard", False):
             cls.step = _guard_step(step)  # type: ignore[method-assign]
+        sample = cls.__dict__.get("sample_random_action")
+        if cls.reset_before_first_step and callable(sample) and not getattr(sample, "_gem_sample_guard", False):
+            cls.sample_random_action = _guard_sample(sample)  # type: ignore[method-assign]
 
 
     # ----------------------------------------------------------------- the API
