@@ -129,7 +129,7 @@ class PuzzleEnv(Env, abc.ABC, Generic[MoveT]):
                         cache[answer] = move
         except ValueError as exc:
             return self._result(
-                f"At turn {turn}, your move could not be read: {exc}. Answer like {self._example()}. "
+                f"At turn {turn}, your move could not be read: {exc}. A move looks like {self._example()}. "
                 "The game is over.",
                 self.format_error_reward,
                 terminated=True,

@@ -115,7 +115,7 @@ class CrosswordsEnv(LetterGridEnv):
         return f"Turn {turn}: {letter} is right at ({row}, {col}).", reward, False
 
     def _answer_hint(self) -> str:
-        return "Write \\boxed{ROW COL LETTER}, e.g. \\boxed{0 0 A}."
+        return "A move is \\boxed{ROW COL LETTER}, e.g. \\boxed{0 0 A}."
 
     def _left_over(self) -> str:
         return f" with {self.blanks} cell(s) still empty"

@@ -78,7 +78,7 @@ class GuessTheNumberEnv(Env):
         guess = parse_int(extract_last_boxed_answer(action))
         if guess is None:
             return self._result(
-                f"At turn {turn}, you did not provide a valid guess. Put one whole number in "
+                f"At turn {turn}, you did not provide a valid guess; a guess is one whole number in "
                 f"\\boxed{{}}, for example \\boxed{{{self.min_number}}}. The game is over.",
                 self.format_error_reward,
                 terminated=True,

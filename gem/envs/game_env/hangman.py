@@ -121,7 +121,7 @@ class HangmanEnv(SecretWordEnv):
         return headline, reward, False
 
     def _answer_hint(self) -> str:
-        return "Put one letter, e.g. \\boxed{E}, or the whole word in \\boxed{}."
+        return "A guess is one letter, e.g. \\boxed{E}, or the whole word, in \\boxed{}."
 
     # -------------------------------------------------------------- helpers
     def pattern(self) -> str:

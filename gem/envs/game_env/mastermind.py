@@ -108,7 +108,7 @@ class MastermindEnv(Env):
         guess = self._parse(action)
         if guess is None:
             return self._result(
-                f"Turn {turn}: no valid guess found in '{preview(action, 60)}'. Put {self.code_length} digits "
+                f"Turn {turn}: no valid guess found in '{preview(action, 60)}'. A guess is {self.code_length} digits "
                 f"separated by spaces in \\boxed{{}}, e.g. {self._example()}. The game is over.",
                 self.format_error_reward,
                 terminated=True,

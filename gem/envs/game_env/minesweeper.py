@@ -94,7 +94,7 @@ class MinesweeperEnv(Env):
         move = self._parse(action)
         if move is None:
             return self._result(
-                f"Turn {turn}: no valid move found in '{preview(action, 60)}'. Write \\boxed{{reveal ROW COL}} "
+                f"Turn {turn}: no valid move found in '{preview(action, 60)}'. A move is \\boxed{{reveal ROW COL}} "
                 "or \\boxed{flag ROW COL}, e.g. \\boxed{reveal 0 0}. The game is over.",
                 self.format_error_reward,
                 terminated=True,

@@ -22,6 +22,8 @@ REQUEST = re.compile(
     r"(?:guess|move|letter|find|answer|word|action|title)\b",
     re.I,
 )
+# A sentence that tells the player to do something (a terminal prompt must hold none).
+IMPERATIVE = re.compile(r"(?:^|[.!?:]\s+)(?:Enter|Put|Write|Answer|Submit|Type|Choose|Pick|Try|Make|Guess)\b")
 MAX_STEPS = 400
 
 
@@ -61,6 +63,8 @@ def test_each_prompt_asks_once_and_the_end_asks_nothing(env_id, policy):
     for prompt, ended in prompts[1:]:
         if ended:
             assert _requests(prompt) == [], f"the game is over, yet the prompt asks {_requests(prompt)}:\n{prompt[-300:]}"
+            told = [m.group(0).strip(" .!?:") for m in IMPERATIVE.finditer(prompt)]
+            assert told == [], f"the game is over, yet the prompt says {told}:\n{prompt[-300:]}"
         else:
             assert len(_requests(prompt)) == 1, f"prompt asks {_requests(prompt)}:\n{prompt[-300:]}"
             assert not re.search(r"\bfirst\s+(?:guess|move|letter|find)\b", prompt, re.I), prompt[-300:]
