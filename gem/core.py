@@ -110,6 +110,20 @@ def _guard_step(step: Callable[..., Any]) -> Callable[..., Any]:
     return guarded
 
 
+def _guard_sample(sample: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap ``sample_random_action`` of an env with ``reset_before_first_step``: before any episode
+    it starts one, as the original GEM's games (reset in their constructor) had one to sample from."""
+
+    @functools.wraps(sample)
+    def guarded(self: "Env", *args: Any, **kwargs: Any) -> Any:
+        if not self._episode_started:
+            self.reset()
+        return sample(self, *args, **kwargs)
+
+    guarded._gem_sample_guard = True  # type: ignore[attr-defined]
+    return guarded
+
+
 class Env(abc.ABC):
     """Base class of every GEM environment.
 
@@ -133,6 +147,11 @@ class Env(abc.ABC):
             ``gem.make(id, success_reward=2.0)``) sets them on the instance, and the env pays what
             its instance holds.
         strict_step: ``None`` (follow :func:`set_strict_step`), or ``True``/``False`` for this env.
+        reset_before_first_step: ``True`` for an env that the original GEM reset in its
+            constructor (its games): a ``step`` before any ``reset`` then starts an episode with
+            ``reset()`` (unseeded: the seed ``gem.make(id, seed=...)`` set, else a fresh one) and
+            plays the action in it, as the original allowed (strict mode raises instead); so does
+            ``sample_random_action`` before any ``reset``.
         deterministic: ``True`` for an env whose episode does not depend on the seed (a fixed
             puzzle, an evaluation set taken in order); ``check_env`` then does not require
             different seeds to give different episodes.
@@ -147,6 +166,7 @@ class Env(abc.ABC):
     invalid_action_reward: float = constants.INVALID_ACTION_REWARD
     format_error_reward: float = constants.FORMAT_ERROR_REWARD
     strict_step: Optional[bool] = None
+    reset_before_first_step: bool = False
     deterministic: bool = False
     max_episode_steps: Optional[int] = None
 
@@ -164,6 +184,9 @@ class Env(abc.ABC):
         step = cls.__dict__.get("step")
         if callable(step) and not getattr(step, "_gem_step_guard", False):
             cls.step = _guard_step(step)  # type: ignore[method-assign]
+        sample = cls.__dict__.get("sample_random_action")
+        if cls.reset_before_first_step and callable(sample) and not getattr(sample, "_gem_sample_guard", False):
+            cls.sample_random_action = _guard_sample(sample)  # type: ignore[method-assign]
 
 
     # ----------------------------------------------------------------- the API
@@ -271,17 +294,21 @@ class Env(abc.ABC):
     def _check_step(self) -> None:
         """Start of ``step``: pass while an episode runs.
 
-        Before the first ``reset`` it raises :class:`ResetNeeded`. After the episode ended it warns
+        Before the first ``reset`` it raises :class:`ResetNeeded` (an env with
+        ``reset_before_first_step`` resets instead). After the episode ended it warns
         once and makes ``step`` return :meth:`_episode_over_result` (strict mode: raises
         ``ResetNeeded``).
         """
         if not self._needs_reset:
             return
         name = type(self).__name__
+        strict = _strict_step if self.strict_step is None else self.strict_step
         if not self._episode_started:
+            if self.reset_before_first_step and not strict:
+                self.reset()  # the original GEM's games reset in their constructor
+                return
             raise ResetNeeded(f"{name}.step() was called before reset(); call env.reset() first.")
         message = f"{name}.step() was called after the episode ended; call env.reset() to start a new episode."
-        strict = _strict_step if self.strict_step is None else self.strict_step
         if strict:
             raise ResetNeeded(message)
         if not self._warned_step_after_end:

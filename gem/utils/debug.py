@@ -75,3 +75,36 @@ async def run_and_print_episode_async(
         action = policy(obs)
         obs, done = _print_step(obs, action, await env.step(action), out)
     print(f"----TIME: {time.time() - start:.2f} seconds", file=out)
+
+
+def run_and_print_episode_with_selective_step(
+    env: Any,
+    policy: Callable[[Any], Any],
+    ignore_done: bool = False,
+    max_steps: float = 1e9,
+    file: Optional[TextIO] = None,
+    seed: Optional[int] = None,
+) -> None:
+    """:func:`run_and_print_episode` for a vector env that steps only some of its envs each time.
+
+    ``policy(observations)`` returns one action per env; each step sends a random, non-empty
+    subset of them as ``{index: action}`` (each env with probability 1/2, drawn from a generator
+    seeded with ``seed``), as the original GEM's helper of this name did.
+    """
+    out = sys.stdout if file is None else file
+    rng = np.random.default_rng(seed)
+    start = time.time()
+    obs, _ = env.reset()
+    steps, done = 0, False
+    while not ((done and not ignore_done) or steps >= max_steps):
+        steps += 1
+        actions = policy(obs)
+        chosen: dict[int, Any] = {}
+        while not chosen:
+            chosen = {i: a for i, a in enumerate(actions) if rng.random() > 0.5}
+        obs, done = _print_step(obs, chosen, env.step(chosen), out)
+    print(f"----TIME: {time.time() - start:.2f} seconds", file=out)
+
+
+# The name the original GEM's own game test imports.
+run_and_print_episode_with_random_selection = run_and_print_episode_with_selective_step

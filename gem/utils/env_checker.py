@@ -137,6 +137,7 @@ def check_seed_determinism(env: Env, seed: int = 0) -> None:
 
 SEEDS_COMPARED = 4  # seeds tried by check_seed_sensitivity
 EPISODE_STEP_LIMIT = 500  # steps check_episode_ends allows a solver, or an env that declares no bound
+DECLARED_BOUND_CAP = 10_000  # the most sampled steps check_episode_ends drives, whatever bound is declared
 
 
 def check_seed_sensitivity(env: Env, seed: int = 0, seeds: int = SEEDS_COMPARED) -> None:
@@ -165,21 +166,23 @@ def _has_solver(env: Env) -> Optional[Any]:
         return None
 
 
-def play_to_end(env: Env, seed: int = 0) -> tuple[str, int]:
+def play_to_end(env: Env, seed: int = 0, use_solver: bool = True) -> tuple[str, int]:
     """Play an episode to its end; return who ended it (``"solver"``, ``"bound"``, ``"sampled"``)
     and the number of steps.
 
-    With ``make_solver()`` the solver plays (up to :data:`EPISODE_STEP_LIMIT` steps); otherwise
-    sampled actions play, up to the declared ``max_episode_steps`` or, for an env that declares
-    none (one written the original GEM's way), :data:`EPISODE_STEP_LIMIT`. Raises
-    :class:`EnvCheckError` when the episode has not ended by then.
+    With ``make_solver()`` (and ``use_solver``) the solver plays (up to :data:`EPISODE_STEP_LIMIT`
+    steps); otherwise sampled actions play, up to the declared ``max_episode_steps`` (at most
+    :data:`DECLARED_BOUND_CAP`) or, for an env that declares none (one written the original GEM's
+    way), :data:`EPISODE_STEP_LIMIT`. Raises :class:`EnvCheckError` when the episode has not ended
+    by then.
     """
-    solver = _has_solver(env)
+    has_solver = _has_solver(env)
+    solver = has_solver if use_solver else None
     bound = getattr(env, "max_episode_steps", None)
     obs, info = env.reset(seed=seed)
     if solver is not None:
         solver.reset(obs, info)
-    limit = int(bound) if solver is None and bound is not None else EPISODE_STEP_LIMIT
+    limit = min(int(bound), DECLARED_BOUND_CAP) if solver is None and bound is not None else EPISODE_STEP_LIMIT
     for steps in range(1, limit + 1):
         action = env.sample_random_action() if solver is None else solver.act(obs, info)
         obs, _, terminated, truncated, info = env.step(action)
@@ -191,10 +194,17 @@ def play_to_end(env: Env, seed: int = 0) -> tuple[str, int]:
             f"the episode did not end after {limit} steps of make_solver(); end it (terminated or truncated) by then.",
         )
     if bound is not None:
+        beyond = f" (max_episode_steps = {bound} is more than check_env drives)" if limit < bound else ""
         raise _fail(
             "check_episode_ends",
-            f"the episode did not end after max_episode_steps = {bound} sampled actions; end it (terminated "
-            "or truncated) by then.",
+            f"the episode did not end after max_episode_steps = {limit} sampled actions{beyond}; end it "
+            "(terminated or truncated) by then.",
+        )
+    if has_solver is not None:
+        raise _fail(
+            "check_episode_ends",
+            f"{limit} sampled actions did not end the episode, though make_solver()'s play did; end every "
+            "episode whatever the actions (a turn limit), and declare the bound as max_episode_steps.",
         )
     raise _fail(
         "check_episode_ends",
@@ -204,9 +214,13 @@ def play_to_end(env: Env, seed: int = 0) -> tuple[str, int]:
 
 
 def check_episode_ends(env: Env, seed: int = 0) -> None:
-    """An episode ends: ``make_solver()`` finishes it, or sampled actions end it within the declared
-    ``max_episode_steps`` (:data:`EPISODE_STEP_LIMIT` steps when the env declares no bound)."""
-    play_to_end(env, seed)
+    """Every episode ends, whatever the actions: ``make_solver()`` finishes it (when the env has a
+    solver), and sampled actions end it within the declared ``max_episode_steps``
+    (:data:`EPISODE_STEP_LIMIT` steps when the env declares no bound). An env whose
+    ``terminated`` and ``truncated`` are never true fails."""
+    who, _ = play_to_end(env, seed)
+    if who == "solver":  # the solver wins; a policy that does not must still reach an end
+        play_to_end(env, seed, use_solver=False)
 
 
 def check_step_after_end(env: Env, seed: int = 0) -> None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing as mp
+import os
 import pickle
 import signal
 import weakref
@@ -54,6 +55,25 @@ from gem.vector.sharded_vector_env import (
 logger = logging.getLogger(__name__)
 
 __all__ = ["CRASH_INFO_KEY", "EnvGroup", "ProcessVectorEnv", "ShardedVectorEnv", "WorkerDied"]
+
+# A worker that finds itself re-running the user's script (no main guard) exits with this status.
+MAIN_NOT_GUARDED_EXIT = 87
+
+
+def main_not_guarded_message(context: str) -> str:
+    """The one explanation given when a script builds a process vector env without a main guard."""
+    return (
+        "This script creates a process vector env outside `if __name__ == '__main__':`. With the "
+        f"{context!r} start method each worker process imports the main script again, so put the code "
+        "that builds and uses vector envs under `if __name__ == '__main__':` (or pass context='fork' when "
+        "the parent has no threads, or use backend='thread')."
+    )
+
+
+def _importing_main_in_a_worker() -> bool:
+    """Whether this process is a new worker still importing its parent's main script (where
+    ``multiprocessing`` forbids starting processes)."""
+    return bool(getattr(mp.process.current_process(), "_inheriting", False))
 
 
 def _worker_main(
@@ -104,6 +124,10 @@ class ProcessVectorEnv(ShardedVectorEnv):
         start_timeout: float = START_TIMEOUT_SECONDS,
         step_timeout: Optional[float] = None,
     ) -> None:
+        if _importing_main_in_a_worker():
+            # A worker re-running a script that has no main guard: leave quietly (no traceback per
+            # worker); the parent sees the status and explains, once.
+            os._exit(MAIN_NOT_GUARDED_EXIT)
         methods = mp.get_all_start_methods()
         context = context or ("forkserver" if "forkserver" in methods else "spawn")
         if context not in methods:
@@ -153,6 +177,13 @@ class ProcessVectorEnv(ShardedVectorEnv):
             self._receive(worker)  # raises what building the envs raised
         except WorkerDied as died:
             first = self.shards[worker].start
+            proc = self._procs.get(worker)
+            if proc is not None and proc.exitcode == MAIN_NOT_GUARDED_EXIT:
+                raise VectorEnvError(
+                    f"{main_not_guarded_message(self.context)} (Worker {worker} exited while building envs {first}-{self.shards[worker].stop - 1}.)",
+                    index=first,
+                    env_id=self.env_ids[first],
+                ) from None
             raise VectorEnvError(
                 f"Vector env worker {worker} {died} while building envs {first}-{self.shards[worker].stop - 1}. "
                 f"With the {self.context!r} start method a script must create vector envs under "

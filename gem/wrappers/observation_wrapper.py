@@ -4,7 +4,8 @@ Every observation is first turned into the text of a user turn with
 :func:`gem.utils.prompting.user_content`: the env's ``info["prefix"]``, the observation and the
 env's instruction ``info["suffix"]`` (``Put your final answer within \\boxed{}.``), each once. So
 the instruction is part of the turn it belongs to, and nothing the env says lands inside an
-assistant turn.
+assistant turn. The observation of a step that ended the episode is shown without its suffix:
+nothing asks for a move after the end.
 
 Modes (GEM's options):
 
@@ -45,6 +46,20 @@ logger = logging.getLogger(__name__)
 def maybe_add_new_line(text: str) -> str:
     """``text`` ending with a newline (an empty text stays empty), as the original GEM names it."""
     return text if not text or text.endswith("\n") else text + "\n"
+
+
+def assistant_text(action: Any, info: dict[str, Any]) -> str:
+    """What the assistant turn holds for ``action``: the action as a tool cut it
+    (``info["parsed_action"]``) when there is one, else the action as the agent wrote it.
+
+    An env that could not parse a reply reports ``parsed_action=None`` (math, QA, code, logic):
+    the turn is then the raw reply, as in the original GEM (whose single-turn envs set no
+    ``parsed_action``), never ``None``, which a template that joins strings cannot render.
+    """
+    parsed = info.get("parsed_action")
+    if isinstance(parsed, str):
+        return parsed
+    return action if isinstance(action, str) else str(action)
 
 
 class Turn(NamedTuple):
@@ -102,9 +117,12 @@ class ObservationWrapper(EnvWrapper):
     def step(self, action: str) -> StepResult:
         obs, reward, terminated, truncated, info = self.env.step(action)
         previous = self.obs_queue[-1] if self.obs_queue else Turn("")
-        act = info.get("parsed_action", action)
+        act = assistant_text(action, info)
         call_id = info.get("tool_call_id") if info.get("use_tool") and parse_function_call(act) else None
-        turn = Turn(user_content(obs, info), call_id if isinstance(call_id, str) and call_id else None)
+        # A step that ended the episode asks for nothing more: its suffix (a request for the next
+        # move or answer) is left out, whatever the env or a wrapper below put there.
+        shown = {k: v for k, v in info.items() if k != "suffix"} if terminated or truncated else info
+        turn = Turn(user_content(obs, shown), call_id if isinstance(call_id, str) and call_id else None)
         self.act_queue.append(act)
         self.obs_queue.append(turn)
         if self.apply_chat_template_on_reset:

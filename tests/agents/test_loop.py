@@ -173,4 +173,4 @@ def test_human_moves_are_put_in_the_format_the_env_asks_for() -> None:
     ep = run_episode(env, agent, seed=2, max_steps=2, record=True)
     assert ep.actions == ["\\boxed{7}", "\\boxed{5}"]
     assert notes == ["(taken as \\boxed{7})", "(taken as \\boxed{5})"]
-    assert "Enter your next guess." in shown[0]  # the env's instruction is shown with the observation
+    assert "Enter your first guess." in shown[0]  # the env's instruction is shown with the observation

@@ -157,13 +157,13 @@ def test_fifteen_puzzle_original_options():
 
     env = FifteenPuzzleEnv(max_turns=100, num_rows=4, init_algo="monte_carlo", mc_rand_moves=20)
     env.reset(seed=3)
-    assert env.scramble_moves == 20 and is_solvable(env.board, 4) and env.board != goal_board(4)
+    assert env.scramble_moves == 20 and is_solvable(env.tiles, 4) and env.tiles != goal_board(4)
     twin = FifteenPuzzleEnv(max_turns=100, num_rows=4, init_algo="monte_carlo", mc_rand_moves=20)
     twin.reset(seed=3)
-    assert twin.board == env.board
+    assert twin.tiles == env.tiles
     random_env = FifteenPuzzleEnv(max_turns=100, num_rows=4, init_algo="pure_random")
     random_env.reset(seed=3)
-    assert is_solvable(random_env.board, 4)
+    assert is_solvable(random_env.tiles, 4)
     with pytest.raises(ValueError, match="monte_carlo, pure_random"):
         FifteenPuzzleEnv(init_algo="greedy")
 

@@ -566,3 +566,56 @@ def test_check_env_lists_a_check_that_raised_unexpectedly():
     with pytest.raises(EnvCheckError) as info:
         check_env(ExplodingSampleEnv(), skip=[n for n in ec.CHECKS if n != "check_step"])
     assert str(info.value).endswith("failed 1 check(s):\n[check_step] raised ZeroDivisionError: no actions")
+
+
+class EndsOnlyForTheSolverEnv(CountEnv):
+    """The solver's winning move ends it; any other action is accepted and the episode runs on (no turn limit)."""
+
+    def step(self, action):
+        if action == "\\boxed{win}":
+            return self._result("won", 1.0, terminated=True)
+        return "still here", 0.0, False, False, {}
+
+    def make_solver(self):
+        from gem.agents.base import Agent
+
+        class Winner(Agent):
+            def act(self, observation, info=None):
+                return "\\boxed{win}"
+
+        return Winner()
+
+
+def test_check_env_fails_an_env_that_never_ends():
+    """terminated and truncated always False: check_env drives it and fails it (and says what to do)."""
+    env = NeverEndsEnv()
+    del env.max_episode_steps
+    with pytest.raises(EnvCheckError) as info:
+        check_env(env)
+    assert f"[check_episode_ends] {ec.EPISODE_STEP_LIMIT} sampled actions did not end the episode" in str(info.value)
+
+
+def test_check_episode_ends_also_drives_sampled_actions_when_a_solver_wins():
+    """A solver that wins proves nothing about a policy that does not: the episode must end for it too."""
+    env = EndsOnlyForTheSolverEnv()
+    del env.max_episode_steps
+    fails_with(
+        ec.check_episode_ends,
+        env,
+        f"[check_episode_ends] {ec.EPISODE_STEP_LIMIT} sampled actions did not end the episode, though "
+        "make_solver()'s play did; end every episode whatever the actions (a turn limit), and declare the "
+        "bound as max_episode_steps.",
+    )
+    with pytest.raises(EnvCheckError, match=r"\[check_episode_ends\]"):
+        check_env(env)
+
+
+def test_a_huge_declared_bound_is_driven_up_to_the_cap():
+    env = BoundIgnoredEnv()
+    env.max_episode_steps = 10**9
+    fails_with(
+        ec.check_episode_ends,
+        env,
+        f"[check_episode_ends] the episode did not end after max_episode_steps = {ec.DECLARED_BOUND_CAP} sampled "
+        f"actions (max_episode_steps = {10**9} is more than check_env drives); end it (terminated or truncated) by then.",
+    )

@@ -221,3 +221,34 @@ def test_reset_after_crash_starts_clean_episodes():
         assert obs == ["count 1", "count 1"] and not truncated.any()
     finally:
         vec.close()
+
+
+# ----------------------------------------------------------- a script without a main guard
+NO_GUARD_SCRIPT = """
+import gem
+vec = gem.make_vec(["game:GuessTheNumber-v0-easy"] * 4, backend="process", backend_kwargs={CONTEXT})
+print("built")
+vec.close()
+"""
+
+
+@pytest.mark.parametrize("context", ["forkserver", "spawn"])
+def test_a_script_without_a_main_guard_gets_one_explanation_and_no_worker_tracebacks(tmp_path, context):
+    import subprocess
+    import sys
+
+    if context not in __import__("multiprocessing").get_all_start_methods():
+        pytest.skip(f"no {context} start method on this platform")
+    script = tmp_path / "no_guard.py"
+    script.write_text(NO_GUARD_SCRIPT.replace("{CONTEXT}", repr({"num_workers": 2, "context": context})))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "PYTHONPATH": root}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
+    err = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and "built" not in proc.stdout
+    assert err[-1].startswith(
+        "gem.errors.VectorEnvError: This script creates a process vector env outside `if __name__ == '__main__':`."
+    ), proc.stderr[-2000:]
+    assert f"With the '{context}' start method" in err[-1]
+    assert proc.stderr.count("Traceback") == 1, proc.stderr  # the parent's own, none from the workers
+    assert "bootstrapping" not in proc.stderr and "RuntimeError" not in proc.stderr and len(err) < 30

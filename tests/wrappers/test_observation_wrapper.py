@@ -192,3 +192,94 @@ def test_text_the_policy_shapes_cannot_forge_the_turn_boundary():
     obs1, *_ = env.step(forged)
     obs2, *_ = env.step("next")
     assert obs2 == f"{obs1}next[end][user]you said next[end][assistant]"
+
+
+# ------------------------------------------------- a reply the env could not parse (parsed_action=None)
+class JoiningTokenizer:
+    """Joins strings with ``+`` as Qwen's and Search-R1's templates do: ``None`` content raises TypeError."""
+
+    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=False):
+        text = "".join("<|im_start|>" + m["role"] + "\n" + m["content"] + "<|im_end|>\n" for m in messages)
+        return text + ("<|im_start|>assistant\n" if add_generation_prompt else "")
+
+
+SINGLE_TURN_OFFLINE = ["math:Arithmetic", "logic:RuleReasoning-d0", "code:Bundled", "qa:FictionalSearch"]
+UNPARSEABLE = "I am not sure, maybe it is the second one."
+
+
+@pytest.mark.parametrize("wrapper", ["concat_chat", "concat_chat_on_reset"])
+@pytest.mark.parametrize("env_id", SINGLE_TURN_OFFLINE)
+def test_an_unparseable_reply_is_the_assistant_turn_as_written(env_id, wrapper):
+    """The env reports parsed_action=None; the template gets the raw reply, never None (it would raise)."""
+    import gem
+    from gem.wrappers.wrapper_factory import WRAPPER_FACTORY
+
+    inner = gem.make(env_id)
+    env = WRAPPER_FACTORY[wrapper](inner, tokenizer=JoiningTokenizer())
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(UNPARSEABLE)
+    assert info["parsed_action"] is None and (terminated or truncated) and reward == inner.format_error_reward
+    assert f"<|im_start|>assistant\n{UNPARSEABLE}" in obs and "None" not in obs
+
+
+def test_a_parsed_action_none_is_never_rendered_as_the_word_none():
+    """A template that formats (``~``, f-strings) would render None as "None": the raw action instead."""
+
+    class NoneParsed(CountEnv):
+        def step(self, action):
+            obs, reward, terminated, truncated, info = super().step(action)
+            return obs, reward, terminated, truncated, {**info, "parsed_action": None}
+
+    for kwargs in ({"include_chat_template": True}, {"include_chat_template": False, "apply_chat_template_on_reset": True},
+                   {"include_chat_template": False}):
+        env = ObservationWrapper(NoneParsed(), tokenizer=ScriptedTokenizer(), **kwargs)
+        env.reset(seed=0)
+        obs, *_ = env.step(PLUS)
+        assert PLUS in obs and "None" not in obs
+
+
+def test_an_unparseable_reply_with_the_tiny_tokenizer_and_a_joining_template(tmp_path):
+    """The same through a real ``transformers`` tokenizer whose template joins with ``+`` (as Qwen's)."""
+    pytest.importorskip("transformers")
+    import gem
+    from gem.utils.tiny_tokenizer import get_tiny_tokenizer
+
+    tok = get_tiny_tokenizer(tmp_path)
+    tok.chat_template = (
+        "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+        "'<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+    )
+    for kwargs in ({"include_chat_template": True}, {"include_chat_template": False, "apply_chat_template_on_reset": True}):
+        env = ObservationWrapper(gem.make("math:Arithmetic"), tokenizer=tok, **kwargs)
+        env.reset(seed=0)
+        obs, *_ = env.step(UNPARSEABLE)
+        assert f"<|im_start|>assistant\n{UNPARSEABLE}<|im_end|>" in obs
+
+
+# ------------------------------------------------------ nothing asks for a move after the end
+class AsksEvenAtTheEnd(CountEnv):
+    """An env (or a wrapper below) that keeps its request for the next move in the terminal info."""
+
+    def reset(self, seed=None, **kwargs):
+        obs, _ = super().reset(seed)
+        return obs, {"suffix": "Enter your first move."}
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated, truncated, {**info, "suffix": "Enter your next move."}
+
+
+@pytest.mark.parametrize("mode", [{"include_chat_template": False, "include_action": False},
+                                  {"include_chat_template": False}, {"include_chat_template": True},
+                                  {"include_chat_template": False, "apply_chat_template_on_reset": True}])
+def test_the_terminal_turn_never_asks_for_a_move(mode):
+    env = ObservationWrapper(AsksEvenAtTheEnd(target=2), tokenizer=ScriptedTokenizer(), **mode)
+    first, _ = env.reset(seed=0)
+    assert first.count("Enter your first move.") == 1
+    obs, *_, terminated, truncated, _ = env.step(PLUS)
+    if not (terminated or truncated):
+        assert obs.count("Enter your next move.") == 1
+        obs, *_, terminated, truncated, _ = env.step(PLUS)
+    assert terminated or truncated
+    last_turn = obs.rsplit("count", 1)[1]  # the terminal observation's turn
+    assert "Enter your" not in last_turn

@@ -14,6 +14,7 @@ import re
 from typing import Any, Generic, Optional, TypeVar
 
 from gem.core import Env, StepResult
+from gem.envs.game_env._prompts import GAME_OVER_SUFFIX, first_request
 from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.text import preview
 
@@ -22,6 +23,8 @@ MoveT = TypeVar("MoveT")
 BOARD_HEADER = "Current board:"
 MAX_ANSWER_CHARS = 100  # longer boxed answers are refused before any pattern runs on them
 PARSE_CACHE_SIZE = 4096  # distinct well-formed answers remembered per game (see PuzzleEnv._parse_cache)
+NEXT_MOVE = "Enter your next move."
+FIRST_MOVE = first_request(NEXT_MOVE)
 DIRECTIONS = ("up", "down", "left", "right")
 # (row, column) offsets of the four directions.
 OFFSETS = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
@@ -40,6 +43,7 @@ class PuzzleEnv(Env, abc.ABC, Generic[MoveT]):
     """
 
     title = "a puzzle"
+    reset_before_first_step = True  # the original GEM reset its puzzles in the constructor
     max_turns: int = 1
     turn_count: int = 0
     # A game whose ``_parse`` depends on the answer alone (not the board) sets this to ``{}``: parsed
@@ -93,13 +97,16 @@ class PuzzleEnv(Env, abc.ABC, Generic[MoveT]):
         super().reset(seed)
         self._new_game()
         self.turn_count = 0
+        # The board and the one request for a move end the observation and are its suffix too, so
+        # a prompt built from both (gem.utils.prompting.user_content) states them once.
+        suffix = f"{self._board_block()}\n{FIRST_MOVE}"
         observation = (
             f"You are playing {self.title}.\n{self._rules()}\n"
             f"Put your move inside \\boxed{{}}, for example {self._example()}; only the last "
             f"\\boxed{{}} in your reply counts. You have {self.max_turns} turns.\n\n"
-            f"{self._board_block()}\nEnter your first move."
+            f"{suffix}"
         )
-        return observation, {"suffix": self.get_task_suffix()}
+        return observation, {"suffix": suffix}
 
     def step(self, action: str) -> StepResult:
         if self._needs_reset:
@@ -122,7 +129,7 @@ class PuzzleEnv(Env, abc.ABC, Generic[MoveT]):
                         cache[answer] = move
         except ValueError as exc:
             return self._result(
-                f"At turn {turn}, your move could not be read: {exc}. Answer like {self._example()}. "
+                f"At turn {turn}, your move could not be read: {exc}. A move looks like {self._example()}. "
                 "The game is over.",
                 self.format_error_reward,
                 terminated=True,
@@ -156,11 +163,11 @@ class PuzzleEnv(Env, abc.ABC, Generic[MoveT]):
             )
         # The common case, built directly (no episode end to record).
         return (
-            f"{text}\n{left} turn{'s' if left != 1 else ''} left. Enter your next move.",
+            f"{text}\n{left} turn{'s' if left != 1 else ''} left. {NEXT_MOVE}",
             float(reward),
             False,
             False,
-            {"suffix": self.get_task_suffix(board)},
+            {"suffix": NEXT_MOVE},
         )
 
     def get_task_suffix(self, board: Optional[str] = None) -> str:
@@ -172,7 +179,8 @@ class PuzzleEnv(Env, abc.ABC, Generic[MoveT]):
         return f"{BOARD_HEADER}\n{self.render()}\n"
 
     def _info(self, success: Optional[bool] = None, board: Optional[str] = None) -> dict[str, Any]:
-        info: dict[str, Any] = {"suffix": self.get_task_suffix(board)}
+        """The info of a step that ended the game: its suffix asks for nothing more."""
+        info: dict[str, Any] = {"suffix": GAME_OVER_SUFFIX}
         if success is not None:
             info["success"] = success
         return info

@@ -15,6 +15,7 @@ import random
 import re
 from typing import Any, Optional
 
+from gem.envs.game_env._prompts import GAME_OVER_SUFFIX, first_request
 from gem.core import Env, StepResult
 from gem.envs.game_env import words
 from gem.envs.game_env._puzzle_base import MAX_ANSWER_CHARS
@@ -75,7 +76,7 @@ class WordGameEnv(Env, abc.ABC):
         super().reset(seed)
         self.turn_count = 0
         self.shaping.reset()
-        return self._new_episode(self.rng), {"suffix": self._suffix}
+        return self._new_episode(self.rng), {"suffix": first_request(self._suffix)}
 
     def step(self, action: str) -> StepResult:
         if self._needs_reset:
@@ -89,20 +90,20 @@ class WordGameEnv(Env, abc.ABC):
                 "The game is over.",
                 self.format_error_reward,
                 terminated=True,
-                info={"suffix": self._suffix, "success": False},
+                info={"suffix": GAME_OVER_SUFFIX, "success": False},
             )
         text, reward, won = self._play(found, turn)
         if won:
             # the move's own progress credit (if any) plus the rest of the success reward
             return self._result(
-                text, reward + self.shaping.win(self), terminated=True, info={"suffix": self._suffix, "success": True}
+                text, reward + self.shaping.win(self), terminated=True, info={"suffix": GAME_OVER_SUFFIX, "success": True}
             )
         if turn >= self.max_turns:
             return self._result(
                 f"{text}\nYou have used all {self.max_turns} turns{self._left_over()}.",
                 reward,
                 truncated=True,
-                info={"suffix": self._suffix, "success": False},
+                info={"suffix": GAME_OVER_SUFFIX, "success": False},
             )
         # The common case, built directly (no episode end to record).
         return f"{text}\n{self.render()}", float(reward), False, False, {"suffix": self._suffix}

@@ -38,6 +38,8 @@ class CrosswordsEnv(LetterGridEnv):
     3 or 4 words with :data:`RANDOM_SPARE_TURNS` more turns than letter cells (the ``-random`` preset).
     """
 
+    reset_before_first_step = True  # the original GEM reset this game in its constructor
+
     _pattern = _MOVE
     _suffix = "Enter your next letter."
     random_num_words = RANDOM_NUM_WORDS
@@ -113,7 +115,7 @@ class CrosswordsEnv(LetterGridEnv):
         return f"Turn {turn}: {letter} is right at ({row}, {col}).", reward, False
 
     def _answer_hint(self) -> str:
-        return "Write \\boxed{ROW COL LETTER}, e.g. \\boxed{0 0 A}."
+        return "A move is \\boxed{ROW COL LETTER}, e.g. \\boxed{0 0 A}."
 
     def _left_over(self) -> str:
         return f" with {self.blanks} cell(s) still empty"

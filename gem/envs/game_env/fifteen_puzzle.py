@@ -83,7 +83,7 @@ class FifteenPuzzleEnv(PuzzleEnv[str]):
             raise ValueError(f"mc_rand_moves must be a positive int (or None), got {mc_rand_moves!r}.")
         self.init_algo, self.mc_rand_moves = init_algo, mc_rand_moves
         self.num_rows, self.max_turns = (num_rows, max_turns) if not self._random_params else RANDOM_PRESETS[0]
-        self.board: list[int] = []
+        self.tiles: list[int] = []  # the board row by row, 0 for the gap
         self.scramble_moves = 0
 
     @property
@@ -101,7 +101,7 @@ class FifteenPuzzleEnv(PuzzleEnv[str]):
             self.num_rows, self.max_turns = self.rng.choice(RANDOM_PRESETS)
         n = self.num_rows
         if self.init_algo == "pure_random":
-            self.board, self.scramble_moves = self._random_board(n), None
+            self.tiles, self.scramble_moves = self._random_board(n), None
             return
         if self.mc_rand_moves is not None:
             length = self.mc_rand_moves
@@ -118,7 +118,7 @@ class FifteenPuzzleEnv(PuzzleEnv[str]):
             direction, tile = choice([option for option in slides[gap] if option[0] != last])
             board[gap], board[tile] = board[tile], GAP
             gap, steps, last = tile, steps + 1, _OPPOSITE[direction]
-        self.board, self.scramble_moves = board, steps
+        self.tiles, self.scramble_moves = board, steps
 
     def _random_board(self, n: int) -> list[int]:
         """A uniformly random solvable, unsolved board."""
@@ -151,23 +151,118 @@ class FifteenPuzzleEnv(PuzzleEnv[str]):
         return parse_direction(answer)
 
     def _apply(self, move: str) -> tuple[str, float]:
-        gap = self.board.index(GAP)
+        gap = self.tiles.index(GAP)
         tile = _targets(self.num_rows)[gap].get(move)
         if tile is None:
             raise Illegal(f"there is no tile to slide {move}: the empty cell is on that edge of the board.")
-        value = self.board[tile]
-        self.board[gap], self.board[tile] = value, GAP
+        value = self.tiles[tile]
+        self.tiles[gap], self.tiles[tile] = value, GAP
         return f"you slid tile {value} {move}.", 0.0
 
     def _solved(self) -> bool:
-        return self.board == _goal(self.num_rows)
+        return self.tiles == _goal(self.num_rows)
 
     def _truncation_reward(self) -> float:
         goal = _goal(self.num_rows)
-        return sum(a == b for a, b in zip(self.board, goal)) / len(goal)
+        return sum(a == b for a, b in zip(self.tiles, goal)) / len(goal)
 
     def render(self) -> str:
-        return _layout(self.num_rows).format(*[_CELLS[v] for v in self.board])
+        return _layout(self.num_rows).format(*[_CELLS[v] for v in self.tiles])
+
+    # ------------------------------------------- the original GEM's board and helpers
+    # The original kept the board as rows with None for the gap and its tests call these helpers;
+    # they give the original's results. ``tiles`` is the same board, flat, 0 for the gap.
+    @property
+    def board(self) -> list[list[Optional[int]]]:
+        """The board as the original GEM held it: a list of rows, ``None`` for the gap (a copy).
+
+        Assigning rows (``None`` or 0 for the gap) or a flat list (0 for the gap) sets the board.
+        """
+        n = self.num_rows
+        return [[None if v == GAP else v for v in self.tiles[r * n:(r + 1) * n]] for r in range(n)]
+
+    @board.setter
+    def board(self, value: Any) -> None:
+        self.tiles = self._flat(value)
+
+    def _flat(self, board: Any) -> list[int]:
+        """``board`` (rows or flat; ``None`` or 0 for the gap) as a flat list, checked to be a board."""
+        try:
+            cells = [c for row in board for c in row] if board and isinstance(board[0], (list, tuple)) else list(board)
+            flat = [GAP if c is None else int(c) for c in cells]
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"a board is a list of rows of tiles (None for the gap), got {board!r:.120}") from exc
+        n = self.num_rows
+        if sorted(flat) != list(range(n * n)):
+            raise ValueError(f"a {n}x{n} board holds the tiles 1 to {n * n - 1} and one gap once each, got {board!r:.120}")
+        return flat
+
+    @property
+    def goal_board(self) -> list[list[Optional[int]]]:
+        """The solved board, as rows (the original's attribute)."""
+        return self._generate_goal_board()
+
+    @property
+    def goal_parity(self) -> int:
+        """The solved board's parity (the original's attribute; see :meth:`_get_board_parity`)."""
+        return self._get_board_parity(self._generate_goal_board())
+
+    def _generate_goal_board(self) -> list[list[Optional[int]]]:
+        """The solved board as rows: tiles in order, ``None`` (the gap) bottom-right."""
+        n = self.num_rows
+        tiles: list[Optional[int]] = [*range(1, n * n), None]
+        return [tiles[r * n:(r + 1) * n] for r in range(n)]
+
+    def _get_empty_position(self) -> tuple[int, int]:
+        """(row, column) of the gap."""
+        return divmod(self.tiles.index(GAP), self.num_rows)
+
+    def _has_correct_tiles(self, board: list[list[Optional[int]]]) -> bool:
+        """Whether ``board`` holds each tile and the gap (as the original: the set of cells)."""
+        return {c for row in board for c in row} == set(range(1, self.greatest_num + 1)) | {None}
+
+    def _get_board_parity(self, board: list[list[Optional[int]]]) -> int:
+        """The original's invariant: (parity of the tiles' order + the gap's distance from the
+        top-left corner) mod 2. Every slide keeps it."""
+        cells = [c for row in board for c in row]
+        order = [len(cells) if c is None else c for c in cells]  # the gap sorts last, as in the goal
+        seen, cycles = [False] * len(order), 0
+        for start in range(len(order)):
+            if not seen[start]:
+                cycles += 1
+                i = start
+                while not seen[i]:
+                    seen[i] = True
+                    i = order[i] - 1
+        r, c = divmod(cells.index(None), self.num_rows)
+        return (len(order) - cycles + r + c) % 2
+
+    def _is_solvable(self, board: list[list[Optional[int]]]) -> bool:
+        """Whether slides can bring ``board`` (rows, ``None`` for the gap) to the solved board."""
+        if not self._has_correct_tiles(board):
+            return False
+        return is_solvable(self._flat(board), self.num_rows)
+
+    def _move(self, direction: str) -> bool:
+        """Slide the tile ``direction`` into the gap; ``False`` (nothing moves) where none can."""
+        gap = self.tiles.index(GAP)
+        tile = _targets(self.num_rows)[gap].get(direction) if isinstance(direction, str) else None
+        if tile is None:
+            return False
+        self.tiles[gap], self.tiles[tile] = self.tiles[tile], GAP
+        return True
+
+    def _is_solved(self) -> bool:
+        """Whether the board is solved."""
+        return self._solved()
+
+    def _render_board(self) -> str:
+        """The board as the observation shows it, one row per line."""
+        return self.render() + "\n"
+
+    def _get_soft_reward(self) -> float:
+        """The share of cells already right (the partial credit when the turn limit cuts the episode)."""
+        return self._truncation_reward()
 
     # ---------------------------------------------------------- agents
     def sample_random_action(self) -> str:

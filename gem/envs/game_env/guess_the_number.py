@@ -13,6 +13,7 @@ import math
 import re
 from typing import Any, Optional
 
+from gem.envs.game_env._prompts import GAME_OVER_SUFFIX, first_request
 from gem.agents.base import Agent
 from gem.core import Env, StepResult
 from gem.utils.parsing import extract_last_boxed_answer, parse_int
@@ -26,6 +27,8 @@ class GuessTheNumberEnv(Env):
     (the ``-random`` preset): a range of 6 to 51 numbers and just enough turns for binary search
     plus one.
     """
+
+    reset_before_first_step = True  # the original GEM reset this game in its constructor
 
     def __init__(
         self,
@@ -65,7 +68,7 @@ class GuessTheNumberEnv(Env):
         self.target = rng.randint(self.min_number, self.max_number)
         self.turn_count = 0
         self.previous_guesses = set()
-        return self._instructions(), {"suffix": self.get_task_suffix()}
+        return self._instructions(), {"suffix": first_request(self.get_task_suffix())}
 
     def step(self, action: str) -> StepResult:
         if self._needs_reset:
@@ -75,7 +78,7 @@ class GuessTheNumberEnv(Env):
         guess = parse_int(extract_last_boxed_answer(action))
         if guess is None:
             return self._result(
-                f"At turn {turn}, you did not provide a valid guess. Put one whole number in "
+                f"At turn {turn}, you did not provide a valid guess; a guess is one whole number in "
                 f"\\boxed{{}}, for example \\boxed{{{self.min_number}}}. The game is over.",
                 self.format_error_reward,
                 terminated=True,
@@ -134,7 +137,8 @@ class GuessTheNumberEnv(Env):
         return "Enter your next guess."
 
     def _info(self, success: Optional[bool] = None) -> dict[str, Any]:
-        info: dict[str, Any] = {"suffix": "Enter your next guess."}
+        """The info of a step that ended the game: its suffix asks for nothing more."""
+        info: dict[str, Any] = {"suffix": GAME_OVER_SUFFIX}
         if success is not None:
             info["success"] = success
         return info

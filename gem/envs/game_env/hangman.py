@@ -40,6 +40,8 @@ class HangmanEnv(SecretWordEnv):
     (the ``-random`` preset).
     """
 
+    reset_before_first_step = True  # the original GEM reset this game in its constructor
+
     def __init__(
         self,
         word_length: Optional[int] = 5,
@@ -119,7 +121,7 @@ class HangmanEnv(SecretWordEnv):
         return headline, reward, False
 
     def _answer_hint(self) -> str:
-        return "Put one letter, e.g. \\boxed{E}, or the whole word in \\boxed{}."
+        return "A guess is one letter, e.g. \\boxed{E}, or the whole word, in \\boxed{}."
 
     # -------------------------------------------------------------- helpers
     def pattern(self) -> str:

@@ -15,6 +15,7 @@ import functools
 import re
 from typing import Any, Optional
 
+from gem.envs.game_env._prompts import GAME_OVER_SUFFIX, first_request
 from gem.agents.base import Agent
 from gem.core import Env, StepResult
 from gem.envs.game_env._shaping import ProgressReward
@@ -53,6 +54,8 @@ class MastermindEnv(Env):
     the code, so a cracked code returns 1 in total; ``False`` pays only the win (see
     :mod:`._shaping`).
     """
+
+    reset_before_first_step = True  # the original GEM reset this game in its constructor
 
     def __init__(
         self,
@@ -96,7 +99,7 @@ class MastermindEnv(Env):
         self._guessed = set()
         # digit -> place in the code, for scoring codes without repeats in one pass
         self._places = {} if self.duplicate_numbers else {d: i for i, d in enumerate(self.secret)}
-        return self._instructions(), {"suffix": self.get_task_suffix()}
+        return self._instructions(), {"suffix": first_request(self.get_task_suffix())}
 
     def step(self, action: str) -> StepResult:
         if self._needs_reset:
@@ -105,11 +108,11 @@ class MastermindEnv(Env):
         guess = self._parse(action)
         if guess is None:
             return self._result(
-                f"Turn {turn}: no valid guess found in '{preview(action, 60)}'. Put {self.code_length} digits "
+                f"Turn {turn}: no valid guess found in '{preview(action, 60)}'. A guess is {self.code_length} digits "
                 f"separated by spaces in \\boxed{{}}, e.g. {self._example()}. The game is over.",
                 self.format_error_reward,
                 terminated=True,
-                info={"suffix": self.get_task_suffix(), "success": False},
+                info={"suffix": GAME_OVER_SUFFIX, "success": False},
             )
         problem = self._problem(guess)
         if problem is None:
@@ -123,7 +126,7 @@ class MastermindEnv(Env):
                     f"Turn {turn}: {shown} is the secret code. You cracked it in {turn} turns!",
                     self.shaping.win(self),
                     terminated=True,
-                    info={"suffix": self.get_task_suffix(), "success": True},
+                    info={"suffix": GAME_OVER_SUFFIX, "success": True},
                 )
             feedback = f"Turn {turn}: you guessed {shown}: {black} black peg(s), {white} white peg(s)."
             reward = self.shaping.progress(black / self.code_length, self)
@@ -138,7 +141,7 @@ class MastermindEnv(Env):
                 f"{feedback}\nYou have used all {self.max_turns} turns; the code was {_fmt(self.secret)}.",
                 reward,
                 truncated=True,
-                info={"suffix": self.get_task_suffix(), "success": False},
+                info={"suffix": GAME_OVER_SUFFIX, "success": False},
             )
         return f"{feedback}\n{self.render()}", float(reward), False, False, {"suffix": self.get_task_suffix()}
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
+from gem.envs.game_env._prompts import GAME_OVER_SUFFIX, first_request
 from gem.agents.base import Agent
 from gem.core import Env, StepResult
 from gem.envs.game_env._shaping import ProgressReward
@@ -38,6 +39,8 @@ class MinesweeperEnv(Env):
     ``dense_reward=True`` (default, as GEM) pays each reveal the share of safe cells it opened, so a
     cleared board returns 1 in total; ``False`` pays only the win (see :mod:`._shaping`).
     """
+
+    reset_before_first_step = True  # the original GEM reset this game in its constructor
 
     def __init__(
         self,
@@ -82,7 +85,7 @@ class MinesweeperEnv(Env):
             self.rows = self.cols = side
             self.num_mines, self.max_turns = side * side // 5, side * side
         self._new_board()
-        return self._instructions() + "\n\n" + self.render(), {"suffix": self.get_task_suffix()}
+        return self._instructions() + "\n\n" + self.render(), {"suffix": first_request(self.get_task_suffix())}
 
     def step(self, action: str) -> StepResult:
         if self._needs_reset:
@@ -91,11 +94,11 @@ class MinesweeperEnv(Env):
         move = self._parse(action)
         if move is None:
             return self._result(
-                f"Turn {turn}: no valid move found in '{preview(action, 60)}'. Write \\boxed{{reveal ROW COL}} "
+                f"Turn {turn}: no valid move found in '{preview(action, 60)}'. A move is \\boxed{{reveal ROW COL}} "
                 "or \\boxed{flag ROW COL}, e.g. \\boxed{reveal 0 0}. The game is over.",
                 self.format_error_reward,
                 terminated=True,
-                info={"suffix": self.get_task_suffix(), "success": False},
+                info={"suffix": GAME_OVER_SUFFIX, "success": False},
             )
         command, row, col = move
         reward = self.invalid_action_reward
@@ -126,7 +129,7 @@ class MinesweeperEnv(Env):
                     f"Turn {turn}: BOOM! ({row}, {col}) hid a mine. You lose.\n{self.render(show_mines=True)}",
                     self.fail_reward,
                     terminated=True,
-                    info={"suffix": self.get_task_suffix(), "success": False},
+                    info={"suffix": GAME_OVER_SUFFIX, "success": False},
                 )
             opened = self._open(cell)
             if self.safe_left == 0:
@@ -134,7 +137,7 @@ class MinesweeperEnv(Env):
                     f"Turn {turn}: you revealed the last safe cell. The board is clear; you win!\n{self.render()}",
                     self.shaping.win(self),
                     terminated=True,
-                    info={"suffix": self.get_task_suffix(), "success": True},
+                    info={"suffix": GAME_OVER_SUFFIX, "success": True},
                 )
             feedback = f"Turn {turn}: revealed ({row}, {col}); {opened} cell(s) opened."
             safe = self.rows * self.cols - self.num_mines
@@ -145,7 +148,7 @@ class MinesweeperEnv(Env):
                 + self.render(show_mines=True),
                 reward,
                 truncated=True,
-                info={"suffix": self.get_task_suffix(), "success": False},
+                info={"suffix": GAME_OVER_SUFFIX, "success": False},
             )
         return f"{feedback}\n{self.render()}", float(reward), False, False, {"suffix": self.get_task_suffix()}
 

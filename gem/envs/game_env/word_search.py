@@ -132,7 +132,7 @@ class WordSearchEnv(LetterGridEnv):
         return f"Turn {turn}: found {word} at {line}.", reward, False
 
     def _answer_hint(self) -> str:
-        return "Write \\boxed{START_ROW START_COL END_ROW END_COL}, e.g. \\boxed{0 0 0 3}."
+        return "A find is \\boxed{START_ROW START_COL END_ROW END_COL}, e.g. \\boxed{0 0 0 3}."
 
     def _left_over(self) -> str:
         return f"; you found {len(self.found)} of {len(self.targets)} words"

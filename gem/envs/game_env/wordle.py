@@ -125,7 +125,7 @@ class WordleEnv(SecretWordEnv):
 
     def _answer_hint(self) -> str:
         return (
-            f"Put one {self.word_length}-letter word (letters only) in \\boxed{{}}, e.g. {self._example()}."
+            f"A guess is one {self.word_length}-letter word (letters only) in \\boxed{{}}, e.g. {self._example()}."
         )
 
     # -------------------------------------------------------------- helpers

@@ -60,7 +60,7 @@ def first_secret_word_observation(env_id: str, length: int, turns: int) -> tuple
     obs, info = env.reset(seed=0)
     assert (env.word_length, env.max_turns, len(env.secret)) == (length, turns, length)
     assert f"secret {length}-letter word" in obs and f"within {turns} turns" in obs
-    assert env.secret.lower() in words.words(length, "common") and info["suffix"] == "Enter your next guess."
+    assert env.secret.lower() in words.words(length, "common") and info["suffix"] == "Enter your first guess."
     return env, obs
 
 

@@ -23,10 +23,10 @@ def test_presets_and_first_observation(env_id):
 def test_move_semantics_follow_gem():
     env = FifteenPuzzleEnv(num_rows=3, max_turns=20)
     env.reset(seed=0)
-    env.board = goal_board(3)  # gap bottom-right
+    env.tiles = goal_board(3)  # gap bottom-right
     obs, reward, terminated, _, _ = env.step("\\boxed{right}")  # the tile left of the gap moves right
-    assert env.board[-2:] == [0, 8] and "slid tile 8 right" in obs and reward == 0.0 and not terminated
-    assert read_board(obs) == env.board
+    assert env.tiles[-2:] == [0, 8] and "slid tile 8 right" in obs and reward == 0.0 and not terminated
+    assert read_board(obs) == env.tiles
     obs, reward, terminated, truncated, info = env.step("\\boxed{LEFT}")
     assert terminated and not truncated and reward == 1.0 and info["success"] is True
 
@@ -34,7 +34,7 @@ def test_move_semantics_follow_gem():
 def test_illegal_move_explains_and_continues():
     env = FifteenPuzzleEnv(num_rows=3, max_turns=20)
     env.reset(seed=0)
-    env.board = [1, 2, 3, 4, 5, 6, 7, 0, 8]  # gap on the bottom row
+    env.tiles = [1, 2, 3, 4, 5, 6, 7, 0, 8]  # gap on the bottom row
     obs, reward, terminated, truncated, _ = env.step("\\boxed{up}")  # no tile below the gap
     assert "invalid move" in obs and "no tile to slide up" in obs
     assert reward == 0.0 and not terminated and not truncated
@@ -57,7 +57,7 @@ def test_turn_limit_gives_share_of_cells_right():
         if terminated or truncated:
             break
     if truncated:
-        right = sum(a == b for a, b in zip(env.board, goal_board(2))) / 4
+        right = sum(a == b for a, b in zip(env.tiles, goal_board(2))) / 4
         assert reward == pytest.approx(right) and info["success"] is False
 
 
@@ -137,11 +137,11 @@ def test_is_solvable_matches_reachability_on_2x2():
         env = FifteenPuzzleEnv(num_rows=2, max_turns=5)
         for move in ("up", "down", "left", "right"):
             env.reset(seed=0)
-            env.board = list(board)
+            env.tiles = list(board)
             env.step(f"\\boxed{{{move}}}")
-            if tuple(env.board) not in reachable:
-                reachable.add(tuple(env.board))
-                frontier.append(tuple(env.board))
+            if tuple(env.tiles) not in reachable:
+                reachable.add(tuple(env.tiles))
+                frontier.append(tuple(env.tiles))
     assert len(reachable) == 12
     assert all(is_solvable(list(b), 2) == (b in reachable) for b in permutations(range(4)))
     assert not is_solvable([1, 2, 3, 4, 5, 6, 8, 7, 0], 3) and is_solvable([1, 2, 3, 4, 5, 6, 7, 0, 8], 3)
@@ -152,9 +152,9 @@ def test_monte_carlo_walk_length_is_mc_rand_moves():
     other = FifteenPuzzleEnv(max_turns=100, num_rows=4, init_algo="monte_carlo", mc_rand_moves=20)
     for seed in range(3):
         env.reset(seed=seed)
-        assert env.scramble_moves == 20 and len(solve(env.board, 4)) <= 20
+        assert env.scramble_moves == 20 and len(solve(env.tiles, 4)) <= 20
         other.reset(seed=seed)
-        assert other.board == env.board  # seeded per env
+        assert other.tiles == env.tiles  # seeded per env
     long_walks = FifteenPuzzleEnv(max_turns=10, num_rows=3, mc_rand_moves=60)
     long_walks.reset(seed=0)
     assert long_walks.scramble_moves == 60  # the original's meaning: the walk length, not the turn limit
@@ -165,11 +165,60 @@ def test_pure_random_boards_are_uniform_over_solvable_boards():
     counts = {}
     for seed in range(1100):
         env.reset(seed=seed)
-        assert is_solvable(env.board, 2) and env.board != goal_board(2)
-        counts[tuple(env.board)] = counts.get(tuple(env.board), 0) + 1
+        assert is_solvable(env.tiles, 2) and env.tiles != goal_board(2)
+        counts[tuple(env.tiles)] = counts.get(tuple(env.tiles), 0) + 1
     assert len(counts) == 11 and min(counts.values()) > 60  # 11 unsolved solvable boards, ~100 each
     env3 = FifteenPuzzleEnv(max_turns=40, num_rows=3, init_algo="pure_random")
     env3.reset(seed=4)
     agent = SolverAgent(env3)
     episode = run_episode(env3, agent, seed=4)
     assert episode.success
+
+
+# ------------------------------------------------ the original GEM's board format and helpers
+def test_the_original_board_format_and_helpers():
+    """The original's tests set ``env.board`` as rows with None for the gap and call its helpers."""
+    env = FifteenPuzzleEnv(max_turns=100, num_rows=4, init_algo="monte_carlo", mc_rand_moves=20)
+    env.reset(seed=0)
+    goal = [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12], [13, 14, 15, None]]
+    assert env._generate_goal_board() == env.goal_board == goal and env.goal_parity == 0
+    env.board = env._generate_goal_board()
+    assert env.board == goal and env.tiles == goal_board(4) and env._get_empty_position() == (3, 3)
+    assert env._is_solved() and env._get_soft_reward() == 1.0
+    assert env._move("up") is False and env._move("left") is False and env._move("sideways") is False
+    env.step(r"\\boxed{down}")  # the raw string of the original's test: \boxed{down} is inside it
+    assert env.board == [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, None], [13, 14, 15, 12]]
+    env.board = [[1, 2, 3, 4], [5, 6, 7, 8], [9, None, 11, 12], [13, 10, 14, 15]]
+    for move, gap in (("up", (3, 1)), ("down", (1, 1)), ("left", (2, 2)), ("right", (2, 0))):
+        env.board = [[1, 2, 3, 4], [5, 6, 7, 8], [9, None, 11, 12], [13, 10, 14, 15]]
+        assert env._move(move) is True and env._get_empty_position() == gap
+    assert env._is_solvable([[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12], [13, 14, None, 15]])
+    assert not env._is_solvable([[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12], [13, 15, 14, None]])
+    assert not env._is_solvable([[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12], [13, 14, 14, None]])
+    assert env._render_board() == env.render() + "\n" and "__" in env._render_board()
+    with pytest.raises(ValueError, match="tiles 1 to 15 and one gap"):
+        env.board = [[1, 2], [3, None]]
+
+
+@pytest.mark.parametrize("rows", [2, 3, 4])
+def test_the_original_parity_agrees_with_solvability(rows):
+    """The original's invariant (order parity + gap distance from the top-left) matches is_solvable."""
+    import random
+
+    env = FifteenPuzzleEnv(num_rows=rows)
+    env.reset(seed=0)
+    rng = random.Random(rows)
+    for _ in range(200):
+        flat = list(range(rows * rows))
+        rng.shuffle(flat)
+        env.tiles = flat
+        assert (env._get_board_parity(env.board) == env.goal_parity) is is_solvable(flat, rows) is env._is_solvable(env.board)
+
+
+def test_a_step_before_reset_starts_an_episode_as_the_original():
+    """The original reset its games in the constructor; a step before reset plays in a fresh episode."""
+    env = FifteenPuzzleEnv(num_rows=4, max_turns=100, mc_rand_moves=20)
+    obs, reward, terminated, truncated, info = env.step(env.sample_random_action())
+    assert env.turn_count == 1 and "At turn 1" in obs  # played in the episode the step opened
+    env.reset()
+    assert env.turn_count == 0

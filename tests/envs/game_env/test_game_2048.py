@@ -23,7 +23,7 @@ def test_presets_and_first_observation(env_id):
     assert f"{turns} turns" in obs and f"Reach a {target} tile" in obs and "\\boxed{left}" in obs
     board = read_board(obs)
     assert board == env.board and sum(v > 0 for row in board for v in row) == 2
-    assert "Enter your move" in info["suffix"]
+    assert "Enter your first move" in info["suffix"]
 
 
 @pytest.mark.parametrize(

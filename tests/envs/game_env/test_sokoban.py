@@ -27,7 +27,7 @@ def test_presets_and_first_observation(env_id):
     floor, targets, found_boxes, player = read_level(obs)
     assert (floor, targets, set(found_boxes), player) == (env.floor, env.targets, env.boxes, env.player)
     assert len(obs.split("Current board:\n")[1].split("\n")[0].split()) == dim[1]
-    assert "Enter your move" in info["suffix"]
+    assert "Enter your first move" in info["suffix"]
 
 
 def test_push_walk_and_illegal_moves():

@@ -41,7 +41,7 @@ def test_presets_and_first_observation(env_id):
     grid = read_grid(obs)
     assert grid == env.board and len(grid) == scale
     assert sum(v != 0 for row in grid for v in row) >= clues
-    assert "Enter your move" in info["suffix"]
+    assert "Enter your first move" in info["suffix"]
 
 
 @pytest.mark.parametrize("env_id", ALL)

@@ -17,7 +17,7 @@ def test_presets_and_first_observation(env_id):
     assert (env.num_disks, env.max_turns) == (disks, turns)
     assert f"{turns} turns" in obs and "\\boxed{A C}" in obs and "smaller disk" in obs
     assert read_towers(obs) == {"A": list(range(disks, 0, -1)), "B": [], "C": []}
-    assert "Enter your move" in info["suffix"]
+    assert "Enter your first move" in info["suffix"]
 
 
 def test_moves_render_board_and_illegal_moves_explain():

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional, Union
 
+from gem.envs.game_env._prompts import GAME_OVER_SUFFIX
 from gem.agents.base import Agent
 from gem.core import Env, StepResult
 from gem.envs.game_env.wikigame.backend import BACKENDS, BaseWikiTrawler, OfflineWikiTrawler
@@ -184,12 +185,13 @@ class WikiGameEnv(Env):
         if not terminated and self.turn_count >= self.max_turns:
             text += (f"\nAt turn {self.turn_count}, you have reached the maximum number of turns without "
                      f"reaching the target page '{self.target_page.title}'.")
-            return self._result(text, self.fail_reward, False, True, self._info(False))
-        return self._result(text, reward, terminated, False, self._info(False))
+            return self._result(text, self.fail_reward, False, True, self._info(False, ended=True))
+        return self._result(text, reward, terminated, False, self._info(False, ended=terminated))
 
-    def _info(self, success: bool) -> dict[str, Any]:
-        return {"suffix": self.get_task_suffix(), "success": success, "turn": self.turn_count,
-                "path": [p.title for p in self.page_history]}
+    def _info(self, success: bool, ended: bool = False) -> dict[str, Any]:
+        """A step's info; once the game has ended its suffix asks for nothing more."""
+        return {"suffix": GAME_OVER_SUFFIX if ended else self.get_task_suffix(), "success": success,
+                "turn": self.turn_count, "path": [p.title for p in self.page_history]}
 
     def step(self, action: str) -> StepResult:
         self._check_step()
@@ -212,7 +214,7 @@ class WikiGameEnv(Env):
             self.page_history.append(next_page)
             self.backtracked = False
             text = f"Congratulations! You have reached the target page '{self.target_page.title}' in {self.turn_count} turns."
-            return self._result(text, self.success_reward, True, False, self._info(True))
+            return self._result(text, self.success_reward, True, False, self._info(True, ended=True))
         if not self.dynamics.valid_pages(next_page):
             return self.dynamics.handle_dead_end(self, next_page)
         self.current_page = next_page
