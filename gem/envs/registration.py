@@ -512,3 +512,31 @@ def print_envs(family: Optional[str] = None, file: Optional[IO[str]] = None) -> 
             desc = registry[env_id].description if env_id in registry else ""
             out.write(f"  {env_id:<{width}}{desc}\n")
     out.write(f"\n{len(ids)} environments.\n")
+
+
+# ------------------------------------------------------------------------ interop
+# Ids that name an env outside GEM (gem.interop, docs/interop.md): "openenv:<base url>",
+# "verifiers:<module>", "gymnasium:<Gymnasium id>". Resolved here without importing gem.interop;
+# the class is loaded on make, so a missing package names its extra.
+_INTEROP_PREFIXES: dict[str, tuple[str, str, str]] = {  # prefix -> (entry point, kwarg, extra)
+    "openenv:": ("gem.interop.openenv.client:OpenEnvEnv", "base_url", "openenv"),
+    "verifiers:": ("gem.interop.verifiers.bridge:VerifiersEnv", "environment", "verifiers"),
+    "gymnasium:": ("gem.interop.gymnasium:GymnasiumTextEnv", "gym_id", "gymnasium"),
+}
+
+
+def _interop_resolver(prefix: str) -> Callable[[str], Optional[EnvSpec]]:
+    entry_point, kwarg, extra = _INTEROP_PREFIXES[prefix]
+
+    def resolve(env_id: str) -> Optional[EnvSpec]:
+        target = env_id[len(prefix):]
+        if not target:
+            return None
+        return EnvSpec(env_id, entry_point, {kwarg: target}, family=prefix.rstrip(":"), extra=extra,
+                       description=f"{target} through gem.interop")
+
+    return resolve
+
+
+for _prefix in _INTEROP_PREFIXES:
+    register_namespace(_prefix, _interop_resolver(_prefix), lambda: ())
