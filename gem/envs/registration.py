@@ -519,7 +519,7 @@ def print_envs(family: Optional[str] = None, file: Optional[IO[str]] = None) -> 
 # "verifiers:<module>", "gymnasium:<Gymnasium id>". Resolved here without importing gem.interop;
 # the class is loaded on make, so a missing package names its extra.
 _INTEROP_PREFIXES: dict[str, tuple[str, str, str]] = {  # prefix -> (entry point, kwarg, extra)
-    "openenv:": ("gem.interop.openenv.client:OpenEnvEnv", "base_url", "openenv"),
+    "openenv:": ("gem.interop.openenv.client:OpenEnvEnv", "base_url", "server"),
     "verifiers:": ("gem.interop.verifiers.bridge:VerifiersEnv", "environment", "verifiers"),
     "gymnasium:": ("gem.interop.gymnasium:GymnasiumTextEnv", "gym_id", "gymnasium"),
 }

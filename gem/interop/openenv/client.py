@@ -87,7 +87,8 @@ class OpenEnvEnv(Env):
 
     Args:
         base_url: the server (``http://host:port``; ``gem.make("openenv:<base_url>")`` passes it).
-        env_id: for a GEM server that serves several ids, which one (sent as ``env_id`` in reset).
+        remote_env_id: for a GEM server that serves several ids, which one (sent as ``env_id`` in
+            the reset data).
         env_kwargs: for a GEM server, the env's constructor kwargs (sent as ``kwargs`` in reset).
         action_fn: ``text -> action dict``, for servers whose action is not a text action.
         observation_fn: ``observation dict -> text`` (default :func:`observation_text`).
@@ -99,7 +100,7 @@ class OpenEnvEnv(Env):
         self,
         base_url: str,
         *,
-        env_id: Optional[str] = None,
+        remote_env_id: Optional[str] = None,
         env_kwargs: Optional[dict[str, Any]] = None,
         action_fn: Optional[Callable[[str], dict[str, Any]]] = None,
         observation_fn: Optional[Callable[[dict[str, Any]], str]] = None,
@@ -112,7 +113,7 @@ class OpenEnvEnv(Env):
             raise missing_extra("openenv: ids", "server", "websockets") from exc
         self.base_url = base_url.rstrip("/")
         self._ws_url = http_to_ws(self.base_url) + "/ws"
-        self.remote_env_id = env_id
+        self.remote_env_id = remote_env_id
         self.env_kwargs = dict(env_kwargs or {})
         self.observation_fn = observation_fn or observation_text
         self.timeout = timeout
@@ -148,9 +149,10 @@ class OpenEnvEnv(Env):
             from websockets.sync.client import connect
 
             try:
+                # Entered as a context manager (what newer websockets ask for); left by _drop's close().
                 self._ws = connect(
                     self._ws_url, additional_headers=self._headers, open_timeout=self.timeout, max_size=None
-                )
+                ).__enter__()
             except (OSError, Exception) as exc:  # websockets raises its own errors for refused handshakes
                 raise InfrastructureError(f"Could not connect to {self._ws_url}: {exc}") from exc
         return self._ws

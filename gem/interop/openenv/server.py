@@ -154,9 +154,9 @@ def create_openenv_app(
                 logger.warning("Shutting down with %d session(s) still busy", len(store.sessions))
             store.scheduler.shutdown()
 
-    app = FastAPI(
-        title="GEM (OpenEnv protocol)", lifespan=lifespan, default_response_class=AsciiJSONResponse,
-        docs_url=None, redoc_url=None, openapi_url=None,
+    app = FastAPI(  # /openapi.json as OpenEnv's servers have it: `openenv validate` reads its paths
+        title="GEM (OpenEnv protocol)", version=gem.__version__, lifespan=lifespan,
+        default_response_class=AsciiJSONResponse, docs_url=None, redoc_url=None, openapi_url="/openapi.json",
     )
     app.state.store = store
     app.add_middleware(
@@ -205,6 +205,20 @@ def create_openenv_app(
             "observation": models.TextObservation.model_json_schema(),
             "state": models.TextState.model_json_schema(),
         }
+
+    @app.post("/mcp")
+    async def mcp(request: Request) -> dict[str, Any]:
+        """OpenEnv's JSON-RPC endpoint: GEM envs expose no MCP tools here (their tools are in the text)."""
+        raw = await request.body()
+        try:
+            call = json.loads(raw) if raw.strip() else None
+        except (ValueError, RecursionError):
+            return _rpc_error(None, -32700, "Parse error")
+        if not isinstance(call, dict) or call.get("jsonrpc") != "2.0" or not isinstance(call.get("method"), str):
+            return _rpc_error(call.get("id") if isinstance(call, dict) else None, -32600, "Invalid Request")
+        if call["method"] == "tools/list":
+            return {"jsonrpc": "2.0", "id": call.get("id"), "result": {"tools": []}}
+        return _rpc_error(call.get("id"), -32601, f"Method not found: {call['method'][:60]} (GEM serves no MCP tools)")
 
     @app.get("/state")
     async def state() -> dict[str, Any]:
@@ -344,6 +358,11 @@ def _step_payload(out: dict[str, Any]) -> dict[str, Any]:
     terminated, truncated = out["terminated"], out["truncated"]
     metadata = {**out["info"], "terminated": terminated, "truncated": truncated}
     return models.observation_payload(out["observation"], out["reward"], terminated or truncated, metadata)
+
+
+def _rpc_error(call_id: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": call_id if isinstance(call_id, (str, int)) else None,
+            "error": {"code": code, "message": message}}
 
 
 def _error_reply(code: str, message: str, **extra: Any) -> dict[str, Any]:
