@@ -27,6 +27,16 @@ class Trace:
     first: str
     actions: list[str] = field(default_factory=list)
     steps: list[tuple[str, float, bool, bool]] = field(default_factory=list)  # obs, reward, term, trunc
+    infos: list[dict] = field(default_factory=list, compare=False)  # reset's info, then each step's
+
+    def as_user_messages(self) -> "Trace":
+        """The episode as a chat sees it: each observation with its info's instruction
+        (:func:`gem.utils.prompting.user_content`), as GEM's agents send it to a model."""
+        from gem.utils.prompting import user_content
+
+        first = user_content(self.first, self.infos[0])
+        steps = [(user_content(o, i), r, t, tr) for (o, r, t, tr), i in zip(self.steps, self.infos[1:])]
+        return Trace(first, list(self.actions), steps, list(self.infos))
 
     @property
     def total(self) -> float:
@@ -38,7 +48,7 @@ def record(env_id: str, seed: int, max_steps: int = 30, **kwargs: Any) -> Trace:
     env = gem.make(env_id, **kwargs)
     try:
         obs, info = env.reset(seed=seed)
-        trace = Trace(obs)
+        trace = Trace(obs, infos=[info])
         try:
             agent = env.make_solver()
             agent.reset(obs, info)
@@ -50,6 +60,7 @@ def record(env_id: str, seed: int, max_steps: int = 30, **kwargs: Any) -> Trace:
             obs, reward, terminated, truncated, info = env.step(action)
             trace.actions.append(action)
             trace.steps.append((obs, float(reward), bool(terminated), bool(truncated)))
+            trace.infos.append(info)
             if terminated or truncated:
                 break
         return trace
