@@ -197,3 +197,17 @@ def test_a_single_turn_verifiers_taskset_is_scored_by_its_own_rubric(tmp_path, m
 def test_an_unknown_verifiers_environment_is_a_clear_error():
     with pytest.raises(ValueError, match="not found"):
         gem.make("verifiers:no-such-taskset-anywhere")
+
+
+def test_an_endless_exported_taskset_reaches_any_seed_at_once(exported):
+    tid = exported(GAME)
+    env = gem.make(f"verifiers:{tid}")
+    local = gem.make(GAME)
+    from gem.utils.prompting import user_content
+
+    assert env.reset(seed=10**9)[0] == user_content(*local.reset(seed=10**9))
+    first = gem.make(f"verifiers:{tid}", seed=7)
+    again = gem.make(f"verifiers:{tid}", seed=7)
+    assert first.reset()[0] == again.reset()[0]  # unseeded resets follow the env's seed
+    for e in (env, first, again):
+        e.close()

@@ -35,7 +35,8 @@ from gem.errors import GemError, missing_extra
 logger = logging.getLogger(__name__)
 
 DEFAULT_STEP_TIMEOUT = 600.0
-_SEED_BOUND = 2**31 - 1
+STOP_TIMEOUT = 30.0  # seconds reset/close wait for an abandoned run() to finish
+ENDLESS_DRAW = 10_000  # reset() without a seed on an endless taskset draws a task among the first this many
 
 
 @dataclass
@@ -160,7 +161,7 @@ def _record_reply(trace: Any, text: str) -> None:
 
 
 class VerifiersEnv(Env):
-    """A verifiers environment played through GEM's API.
+    """A verifiers environment played through GEM's API (``reset(seed)`` plays task ``seed``).
 
     Args:
         environment: the taskset id or module (``gem.make("verifiers:<it>")`` passes it).
@@ -198,12 +199,19 @@ class VerifiersEnv(Env):
     def _pick(self, index: int) -> Any:
         if self._tasks is not None:
             return self._tasks[index % len(self._tasks)]
+        config = self.taskset.config
+        if isinstance(getattr(config, "seed_offset", None), int):  # `gem export verifiers`: task i is a seed
+            shifted = type(self.taskset)(config.model_copy(update={"seed_offset": config.seed_offset + index}))
+            return next(iter(shifted)).with_data(idx=index)
         return next(itertools.islice(iter(self.taskset), index, None))
 
     def reset(self, seed: Optional[int] = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         self._stop_game()
-        index = seed if seed is not None else self.rng.randrange(_SEED_BOUND)
+        if seed is not None:
+            index = seed
+        else:
+            index = self.rng.randrange(len(self._tasks) if self._tasks is not None else ENDLESS_DRAW)
         self._task = self._pick(index)
         self._paid = 0.0
         info = {"task_name": self._task.data.name, "task_idx": self._task.data.idx}
@@ -247,17 +255,39 @@ class VerifiersEnv(Env):
     def _score_single_turn(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         trace = _new_trace(self._task)
         _record_reply(trace, action)
-        asyncio.run(self._task.score(trace))
+        _run_coroutine(self._task.score(trace))
         return self._result("", float(trace.reward), True, False, {"verifiers_rewards": _rewards(trace)})
 
     def _stop_game(self) -> None:
         if self._game is not None:
             self._game.stop()
-            self._game.thread.join(timeout=self.step_timeout)
+            self._game.thread.join(timeout=min(self.step_timeout, STOP_TIMEOUT))
             self._game = None
 
     def close(self) -> None:
         self._stop_game()
+
+
+def _run_coroutine(coroutine: Any) -> Any:
+    """Run ``coroutine`` to its end, also when called from inside a running event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    result: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            result["value"] = asyncio.run(coroutine)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            result["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if "error" in result:
+        raise result["error"]
+    return result.get("value")
 
 
 def _rewards(trace: Any) -> dict[str, Optional[float]]:
