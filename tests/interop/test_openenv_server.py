@@ -150,7 +150,9 @@ def test_tokens_and_origins_are_gems_checks(serve):
     assert http(url + "/schema")[0] == 401
     assert http(url + "/reset", {})[0] == 401
     assert http(url + "/schema", headers={"Authorization": "Bearer s3cret"})[0] == 200
-    with pytest.raises(Exception):
+    from websockets.exceptions import InvalidStatus
+
+    with pytest.raises(InvalidStatus, match="403"):  # refused in the handshake, before any session
         ws_exchange(url, {"type": "reset", "data": {}})
     (ok,) = ws_exchange(url, {"type": "reset", "data": {}}, headers={"Authorization": "Bearer s3cret"})
     assert ok["type"] == "observation"
@@ -184,3 +186,17 @@ def test_gem_serve_protocol_openenv_from_the_command_line():
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_body_limits_and_host_checks_are_gems(serve):
+    from gem.server.limits import ServerLimits
+
+    url = serve([GAME], limits=ServerLimits(max_body_bytes=2000), allowed_hosts=["127.0.0.1"]).url
+    assert http(url + "/reset", {"seed": 1, "pad": "x" * 4000})[0] == 413
+    assert http(url + "/reset", {"seed": 1})[0] == 200
+    assert http(url + "/schema", headers={"Host": "evil.example"})[0] == 403
+    from websockets.exceptions import ConnectionClosed
+
+    with pytest.raises(ConnectionClosed) as closed:  # a WebSocket message over the cap closes the connection
+        ws_exchange(url, {"type": "step", "data": {"text": "x" * 5000}})
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009  # "message too big"
