@@ -64,3 +64,50 @@ def test_export_of_an_unknown_id_names_the_closest(tmp_path, capsys):
 def test_export_format_is_checked():
     with pytest.raises(SystemExit):
         main(["export", "harbor", "game:GuessTheNumber-v0", "out"])
+
+
+def test_the_exported_openenv_app_serves_the_id_with_uvicorn(tmp_path):
+    """The package's own entry point (``python -m server.app``), spoken to as an OpenEnv client does."""
+    pytest.importorskip("uvicorn", reason="needs the server extra")
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import gem
+    from tests.interop.families import record
+    from tests.interop.wire import http, ws_exchange
+
+    out = tmp_path / "pkg"
+    assert main(["export", "openenv", "game:Mastermind-v0-easy", str(out)]) == 0
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(out), str(repo), os.environ.get("PYTHONPATH", "")])}
+    env.pop("GEM_SERVER_TOKEN", None)
+    proc = subprocess.Popen([sys.executable, "-m", "server.app", "--port", str(port)], cwd=out, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if http(url + "/health")[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read().decode()[-2000:]
+            time.sleep(0.2)
+        trace = record("game:Mastermind-v0-easy", 4)
+        replies = ws_exchange(url, {"type": "reset", "data": {"seed": 4}},
+                              *({"type": "step", "data": {"text": a}} for a in trace.actions))
+        assert replies[0]["data"]["observation"]["text"] == trace.first
+        assert [r["data"]["reward"] for r in replies[1:]] == [s[1] for s in trace.steps]
+        assert sum(s[1] for s in trace.steps) == gem.make("game:Mastermind-v0-easy").success_reward
+        assert http(url + "/metadata")[1]["name"] == "game:Mastermind-v0-easy"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
