@@ -183,3 +183,10 @@ def test_a_gymnasium_env_without_text_spaces_is_refused():
 def test_a_wrong_gymnasium_id_says_so():
     with pytest.raises(Exception, match="NoSuchEnv"):
         gem.make("gymnasium:NoSuchEnv-v0")
+
+
+def test_outside_ids_work_in_make_vec():
+    vec = gem.make_vec(["gymnasium:gem/game.GuessTheNumber-v0"] * 2, seed=3)
+    obs, _ = vec.reset(seed=3)
+    assert list(obs) == [gem.make("game:GuessTheNumber-v0").reset(seed=s)[0] for s in (3, 4)]
+    vec.close()

@@ -200,3 +200,25 @@ def test_body_limits_and_host_checks_are_gems(serve):
     with pytest.raises(ConnectionClosed) as closed:  # a WebSocket message over the cap closes the connection
         ws_exchange(url, {"type": "step", "data": {"text": "x" * 5000}})
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009  # "message too big"
+
+
+@pytest.mark.parametrize("outside_id", ["openenv:http://169.254.169.254", "verifiers:os", "gymnasium:os:getcwd"])
+def test_servers_never_build_ids_that_name_a_url_or_module(serve, outside_id):
+    """Ids naming an outside env are built by gem.make only, never registered: a server that serves
+    every registered id cannot be made to connect to a URL or import a module a client names."""
+    from gem.envs.registration import registry
+    from gem.errors import UnknownEnvError
+    from gem.server.app import create_app
+    from tests.server.conftest import ServerThread
+
+    with pytest.raises(UnknownEnvError):
+        gem.spec(outside_id)
+    (refused,) = ws_exchange(serve(None).url, {"type": "reset", "data": {"env_id": outside_id}})
+    assert refused["data"]["code"] == "FACTORY_ERROR" and "Unknown env id" in refused["data"]["message"]
+    server = ServerThread(create_app(None)).start()  # gem serve's own protocol, every registered id
+    try:
+        status, body = http(server.url + "/sessions", {"env_id": outside_id})
+    finally:
+        server.stop()
+    assert status == 404 and body["error"]["kind"] == "unknown_env"
+    assert not any(k.startswith(("openenv:", "verifiers:", "gymnasium:")) for k in dict.keys(registry))
