@@ -289,7 +289,8 @@ def make(env_id: str, **kwargs: Any) -> Env:
     """
     if not isinstance(env_id, str):
         raise UnknownEnvError(_unknown_message(env_id))
-    return _make_from_spec(spec(env_id), kwargs)
+    outside = interop_spec(env_id)  # openenv:/verifiers:/gymnasium: ids (see interop_spec)
+    return _make_from_spec(outside or spec(env_id), kwargs)
 
 
 # Constructor kwargs of the original GEM's envs (gem-llm 0.1.0 and its main branch), by class.
@@ -465,7 +466,8 @@ def make_vec(
     if not env_ids:
         raise ValueError("make_vec needs at least one env id.")
     for env_id in dict.fromkeys(env_ids):
-        spec(env_id)  # fail fast, with suggestions, before building anything
+        if interop_spec(env_id) is None:
+            spec(env_id)  # fail fast, with suggestions, before building anything
     if vec_kwargs is not None and len(vec_kwargs) != len(env_ids):
         raise ValueError(f"vec_kwargs has {len(vec_kwargs)} entries for {len(env_ids)} envs.")
     name = backend or ("thread" if async_mode else "sync")
@@ -512,3 +514,27 @@ def print_envs(family: Optional[str] = None, file: Optional[IO[str]] = None) -> 
             desc = registry[env_id].description if env_id in registry else ""
             out.write(f"  {env_id:<{width}}{desc}\n")
     out.write(f"\n{len(ids)} environments.\n")
+
+
+# ------------------------------------------------------------------------ interop
+# Ids that name an env outside GEM (gem.interop, docs/interop.md): "openenv:<base url>",
+# "verifiers:<module>", "gymnasium:<Gymnasium id>". ``make`` builds them on demand; they are never
+# registered (``spec`` does not know them), because such an id names an arbitrary URL or module:
+# a server serves registered ids only, so no client can make it connect or import elsewhere.
+_INTEROP_PREFIXES: dict[str, tuple[str, str, str]] = {  # prefix -> (entry point, kwarg, extra)
+    "openenv:": ("gem.interop.openenv.client:OpenEnvEnv", "base_url", "server"),
+    "verifiers:": ("gem.interop.verifiers.bridge:VerifiersEnv", "environment", "verifiers"),
+    "gymnasium:": ("gem.interop.gymnasium:GymnasiumTextEnv", "gym_id", "gymnasium"),
+}
+
+
+def interop_spec(env_id: Any) -> Optional[EnvSpec]:
+    """The spec of an id naming an outside env (``openenv:<url>``, ...), or ``None``."""
+    if not isinstance(env_id, str):
+        return None
+    for prefix, (entry_point, kwarg, extra) in _INTEROP_PREFIXES.items():
+        if env_id.startswith(prefix) and len(env_id) > len(prefix):
+            target = env_id[len(prefix):]
+            return EnvSpec(env_id, entry_point, {kwarg: target}, family=prefix.rstrip(":"), extra=extra,
+                           description=f"{target} through gem.interop")
+    return None

@@ -34,6 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``gem serve`` to the ``gem`` command's subparsers."""
     p = sub.add_parser("serve", help="serve env ids over HTTP and WebSocket (pip install 'gem-llm[server]')")
     p.add_argument("env_ids", nargs="*", help="ids clients may make (default: every registered id)")
+    p.add_argument("--protocol", choices=("gem", "openenv"), default="gem", help="GEM's protocol, or OpenEnv's (docs/interop.md)")
     p.add_argument("--host", default=DEFAULT_HOST, help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT)
     p.add_argument(
@@ -109,6 +110,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         request_timeout=args.request_timeout,
         max_connections=args.max_connections,
     ))
+    if args.protocol == "openenv":
+        from gem.interop.openenv.server import create_openenv_app as create_app  # same options, same limits
     app = create_app(
         args.env_ids or None,
         session_ttl=args.session_ttl,
