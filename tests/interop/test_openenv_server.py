@@ -88,7 +88,7 @@ def test_capacity_is_gems_per_client_quota(serve):
 
 
 def test_capacity_is_gems_session_quota(serve):
-    url = serve([GAME], max_sessions=1).url
+    url = serve([GAME], max_sessions=1, max_sessions_per_client=2).url
     with connect(url.replace("http://", "ws://") + "/ws") as first:
         first.send(json.dumps({"type": "reset", "data": {}}))
         assert json.loads(first.recv(timeout=30))["type"] == "observation"
@@ -222,3 +222,12 @@ def test_servers_never_build_ids_that_name_a_url_or_module(serve, outside_id):
         server.stop()
     assert status == 404 and body["error"]["kind"] == "unknown_env"
     assert not any(k.startswith(("openenv:", "verifiers:", "gymnasium:")) for k in dict.keys(registry))
+
+
+def test_one_client_cannot_take_every_session_by_default():
+    from gem.interop.openenv.server import create_openenv_app
+
+    app = create_openenv_app([GAME], max_sessions=1000)
+    assert app.state.store.max_sessions_per_client == 500  # as gem serve: half of the total
+    with pytest.raises(ValueError, match="below max_sessions"):
+        create_openenv_app([GAME], max_sessions=10, max_sessions_per_client=10)
