@@ -20,11 +20,61 @@ make tampering detectable:
 Input (JSON): ``test_id``, ``key`` (hex), ``paths`` (site-packages directories).
 """
 
-import hashlib as _hashlib
-import hmac as _hmac
+import builtins as _builtins
 import json as _json
 import os as _os
 import sys as _sys
+from _hashlib import hmac_digest as _hmac_digest  # C functions: patching a module changes nothing here
+from json.encoder import encode_basestring_ascii as _quote
+
+_write = _os.write
+_exit = _os._exit
+_type = type
+_int_repr = int.__repr__
+_id = id
+
+
+def _encode(value):
+    """JSON of None / int / str / list / dict (str keys), with functions captured before any of the
+    repository's code ran (a patched ``json`` or ``builtins`` cannot change the report)."""
+    t = _type(value)
+    if value is None:
+        return "null"
+    if t is int:
+        return _int_repr(value)
+    if t is str:
+        return _quote(value)
+    if t is list:
+        return "[" + ",".join([_encode(v) for v in value]) + "]"
+    if t is dict:
+        return "{" + ",".join([_quote(k) + ":" + _encode(v) for k, v in dict.items(value)]) + "}"
+    return _quote("?")
+
+
+# What pytest itself calls to run a test and report it: replaced by the tested code, the report
+# would lie. Their identities are noted before collection and compared at the end.
+_WATCHED = (
+    ("_pytest.python", "Function", "runtest"), ("_pytest.python", None, "pytest_pyfunc_call"),
+    ("_pytest.runner", None, "call_and_report"), ("_pytest.runner", None, "runtestprotocol"),
+    ("_pytest.runner", None, "call_runtest_hook"), ("_pytest.runner", None, "pytest_runtest_makereport"),
+    ("_pytest.runner", "CallInfo", "from_call"), ("_pytest.reports", "TestReport", "from_item_and_call"),
+    ("_pytest.reports", "BaseReport", "passed"), ("_pytest.reports", "BaseReport", "failed"),
+    ("_pytest.main", None, "pytest_runtestloop"), ("_pytest.skipping", None, "pytest_runtest_makereport"),
+    ("_pytest.terminal", "TerminalReporter", "pytest_runtest_logreport"),
+    ("pluggy._callers", None, "_multicall"), ("pluggy._hooks", "HookCaller", "__call__"),
+)
+
+
+def _snapshot():
+    out = {}
+    for mod, cls, attr in _WATCHED:
+        module = _sys.modules.get(mod)
+        owner = getattr(module, cls, None) if cls else module
+        out[f"{mod}.{cls + '.' if cls else ''}{attr}"] = _id(owner.__dict__.get(attr) if owner is not None and hasattr(owner, "__dict__") else None)
+    out.update({f"sys.modules[{name}]": _id(m) for name, m in list(_sys.modules.items())
+                if name == "pytest" or name.startswith(("_pytest", "pluggy"))})
+    out.update({f"builtins.{name}": _id(v) for name, v in list(vars(_builtins).items()) if not name.startswith("_")})
+    return out
 
 
 def _main():
@@ -43,10 +93,18 @@ def _main():
     suspects = []
     try:
         import pytest
+        import _pytest.main  # noqa: F401
+        import _pytest.python  # noqa: F401
+        import _pytest.reports  # noqa: F401
+        import _pytest.runner  # noqa: F401
+        import _pytest.skipping  # noqa: F401
+        import _pytest.terminal  # noqa: F401
+        import pluggy._callers  # noqa: F401
+        import pluggy._hooks  # noqa: F401
     except ImportError as exc:
-        body = _json.dumps({"test": test_id, "error": f"pytest is not installed in the sandbox: {exc}"})
-        _send(report_fd, key, body)
+        _send(report_fd, key, _encode({"test": test_id, "error": f"pytest is not installed in the sandbox: {exc}"}))
         return
+    before = _snapshot()
     _sys.path.insert(0, ws)
 
     class _Sentinel:
@@ -70,6 +128,10 @@ def _main():
         def pytest_sessionfinish(self, session, exitstatus):
             import gc
 
+            after = _snapshot()
+            changed = sorted(k for k, v in before.items() if after.get(k) != v)
+            suspects.extend(f"{k} replaced" for k in changed[:10])
+
             for obj in gc.get_objects():
                 if not isinstance(obj, type):
                     continue
@@ -85,19 +147,23 @@ def _main():
                     except Exception:  # noqa: BLE001 - a real __eq__ looks at its operands
                         claims = False
                     if claims:
-                        suspects.append(f"{getattr(obj, '__qualname__', '?')}.{name}")
+                        suspects.append(f"{getattr(obj, '__qualname__', '?')}.{name} equals anything")
 
     code = pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-W", "ignore", test_id],
                        plugins=[_Reporter()])
-    body = _json.dumps({"test": test_id, "exit": int(code), "records": records, "suspects": sorted(set(suspects))[:20]})
-    _send(report_fd, key, body)
+    try:
+        code = int(code)
+    except Exception:  # noqa: BLE001 - pytest's exit code, replaced
+        code = -1
+    _send(report_fd, key, _encode({"test": test_id, "exit": code, "records": records, "suspects": suspects[:20]}))
 
 
 def _send(fd, key, body):
-    line = (_hmac.new(key, body.encode("utf-8"), _hashlib.sha256).hexdigest() + " " + body).encode("utf-8")
+    data = body.encode("ascii")
+    line = _hmac_digest(key, data, "sha256").hex().encode("ascii") + b" " + data
     while line:
-        line = line[_os.write(fd, line):]
-    _os._exit(0)
+        line = line[_write(fd, line):]
+    _exit(0)
 
 
 _main()

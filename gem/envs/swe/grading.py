@@ -121,7 +121,8 @@ def _pytest_section(name: str, text: bytes) -> Any:
         if name == "pyproject.toml":
             import tomllib
 
-            return json.dumps(tomllib.loads(decoded).get("tool", {}).get("pytest"), sort_keys=True, default=str)
+            section = tomllib.loads(decoded).get("tool", {}).get("pytest")
+            return None if section is None else json.dumps(section, sort_keys=True, default=str)
         if name in ("pytest.ini", ".pytest.ini"):
             return decoded
         parser = configparser.ConfigParser(interpolation=None, strict=False)
@@ -256,7 +257,7 @@ def _judge_pytest(name: str, out: str, key: str) -> tuple[bool, str]:
     if doc.get("error"):
         return False, str(doc["error"])[:800]
     if doc.get("suspects"):
-        return False, "refused: the repository defines classes equal to anything: " + ", ".join(map(str, doc["suspects"]))[:600]
+        return False, "refused: tampering with the test run: " + ", ".join(map(str, doc["suspects"]))[:600]
     records = [r for r in doc.get("records", []) if isinstance(r, list) and len(r) == 3]
     mine = [r for r in records if r[0] == name]
     failed = [r for r in records if r[2] == "failed"]
