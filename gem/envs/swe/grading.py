@@ -103,13 +103,19 @@ def _base_entries(tar: bytes) -> dict[str, tuple[str, bytes]]:
 
 
 def _pristine(task: Any) -> dict[str, bytes]:
-    """The files the grading must see as the task made them: the hidden tests, and (for pytest
-    instances) every test file and ``conftest.py`` of the repository as it was."""
-    overlay = {p: c.encode("utf-8") if isinstance(c, str) else bytes(c) for p, c in task.hidden_files.items()}
-    base = _base_entries(task.files_tar)
+    """The files the grading must see as the task made them.
+
+    pytest instances: the hidden tests and every test file and ``conftest.py`` of the repository
+    as it was. GEM's runner sends each test's source to its process on its own, so the test
+    modules are not written into the workspace at all (a test's process cannot read the other
+    hidden tests from disk); other hidden files (helpers, data) are laid over it."""
     test_paths = {t.split("::", 1)[0] for t in task.test_names}
-    for path, (kind, content) in base.items():
-        if kind == "file" and path not in overlay and (path in test_paths or (task.runner == "pytest" and _is_test_path(path))):
+    hidden = {p: c.encode("utf-8") if isinstance(c, str) else bytes(c) for p, c in task.hidden_files.items()}
+    if task.runner != "pytest":
+        return {p: c for p, c in hidden.items() if p not in test_paths}
+    overlay = dict(hidden)
+    for path, (kind, content) in _base_entries(task.files_tar).items():
+        if kind == "file" and path not in overlay and (path in test_paths or _is_test_path(path)):
             overlay[path] = content
     return overlay
 

@@ -104,6 +104,9 @@ def test_tested_code_finds_no_nonce_and_no_other_test(monkeypatch):
             seen = set(found.group(1).split())
             assert nonce not in seen
             assert not seen & set(task.test_names), (task.name, seen)
+            own = result["test"].split("::")[-1]
+            hidden = {"def:" + t.split("::")[-1] for t in task.fail_to_pass} - {"def:" + own}
+            assert not seen & hidden, (task.name, result["test"], seen)  # no other hidden test, on disk or in memory
 
 
 def test_no_expected_value_reaches_the_sandbox(monkeypatch):
