@@ -142,8 +142,9 @@ LEAK = textwrap.dedent('''
                 text = value if isinstance(value, str) else value.decode("latin-1")
                 for m in hexre.findall(text[:200000]):
                     found.add(m)
-                for m in re.findall(r"[\\w/.]+::\\w+", text[:200000]):
-                    found.add(m)
+                if "::" in text:
+                    for m in re.findall(r"[\\w/.]+::\\w+", text[:200000]):
+                        found.add(m)
             elif depth < 3 and isinstance(value, (list, tuple)):
                 for v in value[:500]:
                     look(v, depth + 1)

@@ -263,3 +263,23 @@ def test_pytest_report_must_be_signed_for_this_test():
     assert not grading._judge_pytest("t.py::a", signed(dict(good, exit=1)), key)[0]
     assert not grading._judge_pytest("t.py::a", signed(dict(good, records=[["t.py::a", "call", "skipped"]])), key)[0]
     assert not grading._judge_pytest("t.py::a", json.dumps(good), key)[0]
+
+
+@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGSTOP"])
+def test_a_correct_fix_that_signals_its_parent_is_still_graded(signal_name):
+    """The first test's process kills or stops the process that started it: the next tests start
+    another way and the verdicts are still right (here: the fix is right, reward 1.0)."""
+    task = next(t for t in TASKS if t.name == "Slugify")
+    env = SweEnv(tasks=[task], task=task)
+    try:
+        obs, info = env.reset(seed=0)
+        solver = env.make_solver()
+        solver.reset(obs, info)
+        for action in solver.actions[:-1]:
+            env.step(action)
+        code = f"import os, signal\ntry:\n    os.kill(os.getppid(), signal.{signal_name})\nexcept OSError:\n    pass\n"
+        env.step(f"<bash>{attacks.append_command(code)}</bash>")
+        obs, reward, terminated, truncated, info = env.step("<done/>")
+    finally:
+        env.close()
+    assert reward == 1.0 and info["tests_passed"] == info["tests_total"] == 3, info["test_results"]
