@@ -92,15 +92,15 @@ def _main():
     records = []
     suspects = []
     try:
-        import pytest
-        import _pytest.main  # noqa: F401
-        import _pytest.python  # noqa: F401
-        import _pytest.reports  # noqa: F401
-        import _pytest.runner  # noqa: F401
-        import _pytest.skipping  # noqa: F401
+        import _pytest.main
+        import _pytest.python
+        import _pytest.reports
+        import _pytest.runner
+        import _pytest.skipping
         import _pytest.terminal  # noqa: F401
-        import pluggy._callers  # noqa: F401
+        import pluggy._callers
         import pluggy._hooks  # noqa: F401
+        import pytest
     except ImportError as exc:
         _send(report_fd, key, _encode({"test": test_id, "error": f"pytest is not installed in the sandbox: {exc}"}))
         return

@@ -34,7 +34,7 @@ def _encode(value, budget):
     if value is None:
         return ["none"]
     if t is bool:
-        return ["bool", True if value is True else False]
+        return ["bool", value is True]
     if t is int:
         return ["int", int.__repr__(value)]
     if t is float:

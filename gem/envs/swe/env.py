@@ -15,9 +15,9 @@ import json
 from typing import Any, Optional, Sequence, Union
 
 from gem.agents.base import Agent
+from gem.envs.swe.grading import grade_workspace
 from gem.envs.swe.task import SweTask
 from gem.envs.terminal.env import ScriptedAgent, TerminalEnv
-from gem.envs.swe.grading import grade_workspace
 from gem.envs.terminal.verify import Verdict
 from gem.tools.bash_tool import ShellError
 from gem.tools.editor_tool import EDITOR_SCHEMAS, parse_editor_tag, request_from_call, run_editor_request

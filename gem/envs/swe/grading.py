@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import ast
 import configparser
-import dataclasses
 import hashlib
 import hmac
 import io
 import json
 import logging
-import os
 import secrets
 import tarfile
 from functools import lru_cache
