@@ -72,7 +72,8 @@ def merge_overlay(workspace_tar: bytes, overlay: dict[str, bytes]) -> bytes:
             tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as dst:
         for member in src:
             name = "/".join(p for p in member.name.split("/") if p not in ("", "."))
-            if not name or name in overlay or any(name.startswith(p + "/") for p in overlay):
+            parts = name.split("/")
+            if not name or any("/".join(parts[:i]) in overlay for i in range(1, len(parts) + 1)):
                 continue
             if name in blocked_parents and not member.isdir():
                 continue
@@ -95,7 +96,7 @@ def _is_test_path(path: str) -> bool:
         p in ("tests", "test", "testing") for p in parts[:-1])
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=8)
 def _base_entries(tar: bytes) -> dict[str, tuple[str, bytes]]:
     return _tar_entries(tar)
 

@@ -283,3 +283,23 @@ def test_a_correct_fix_that_signals_its_parent_is_still_graded(signal_name):
     finally:
         env.close()
     assert reward == 1.0 and info["tests_passed"] == info["tests_total"] == 3, info["test_results"]
+
+
+def test_overlay_replaces_files_directories_and_links_at_or_above_its_paths():
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        def add(name, data=None, kind=tarfile.REGTYPE, link=""):
+            info = tarfile.TarInfo(name)
+            info.type = kind
+            info.linkname = link
+            info.size = len(data or b"")
+            tar.addfile(info, io.BytesIO(data) if data else None)
+        add("pkg/mod.py", b"code")
+        add("tests", kind=tarfile.SYMTYPE, link="/etc")  # a link where the tests' directory was
+        add("other/test_x.py", kind=tarfile.DIRTYPE)  # a directory where a test file was
+        add("other/test_x.py/inner.py", b"x")
+    merged = grading._tar_entries(grading.merge_overlay(buf.getvalue(), {"tests/test_a.py": b"A", "other/test_x.py": b"X"}))
+    assert merged == {"pkg/mod.py": ("file", b"code"), "tests/test_a.py": ("file", b"A"), "other/test_x.py": ("file", b"X")}
