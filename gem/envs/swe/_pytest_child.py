@@ -87,7 +87,7 @@ def _main():
     key = bytes.fromhex(data.pop("key"))
     test_id = data["test_id"]
     ws = _os.getcwd()
-    _sys.path.extend(data.get("paths", []))
+    _sys.path.extend(p for p in data.get("paths", []) if p not in _sys.path)
     _sys.dont_write_bytecode = True
     records = []
     suspects = []

@@ -40,14 +40,13 @@ _SV_MAX_RESULT = 1 << 20
 
 
 def _sv_site_dirs() -> list:
-    try:
-        import site
-
-        dirs = list(site.getsitepackages())
-    except Exception:  # noqa: BLE001 - a virtualenv's old site.py
-        dirs = []
-    dirs += [p for p in _sv_sys.path if p.endswith(("site-packages", "dist-packages")) and p not in dirs]
-    return [d for d in dirs if _sv_os.path.isdir(d)]
+    """The site-packages directories this interpreter imports from (those of its environment, not
+    the base installation's)."""
+    dirs = []
+    for p in _sv_sys.path:
+        if p.endswith(("site-packages", "dist-packages")) and p not in dirs and _sv_os.path.isdir(p):
+            dirs.append(p)
+    return dirs
 
 
 def _sv_launcher(sock) -> None:

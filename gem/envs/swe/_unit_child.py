@@ -86,7 +86,7 @@ def _main():
                  "_gem_check": lambda fn: observations.append(_observe(fn))}
     try:
         _sys.path[:0] = [_os.getcwd()]
-        _sys.path.extend(data.get("paths", []))
+        _sys.path.extend(p for p in data.get("paths", []) if p not in _sys.path)
         _sys.dont_write_bytecode = True
         exec(compile(data["source"], data.get("filename", "test.py"), "exec"), namespace)
         namespace[data["test"]]()
