@@ -303,3 +303,8 @@ def test_overlay_replaces_files_directories_and_links_at_or_above_its_paths():
         add("other/test_x.py/inner.py", b"x")
     merged = grading._tar_entries(grading.merge_overlay(buf.getvalue(), {"tests/test_a.py": b"A", "other/test_x.py": b"X"}))
     assert merged == {"pkg/mod.py": ("file", b"code"), "tests/test_a.py": ("file", b"A"), "other/test_x.py": ("file", b"X")}
+
+
+def test_refusal_is_in_info(pytest_task):
+    reward, info = play(pytest_task, "tests_conftest")
+    assert reward == 0.0 and info["refused"] == "tests/conftest.py added" and info["graded"]
