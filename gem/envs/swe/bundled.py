@@ -3,6 +3,11 @@
 Each repository has a package module with the bug and a visible test file whose tests pass (they
 become PASS_TO_PASS). The hidden version of that test file adds the tests that expose the bug
 (FAIL_TO_PASS), as a SWE-bench ``test_patch`` does. The reference fix is one exact replacement.
+
+Tests are written as ``assert`` statements (or ``check(expr, expected)``) and compiled by
+:func:`gem.envs.swe.checks.compile_tests`: the agent sees them as plain asserts; at grading the test
+process only reports what each checked expression returned or raised, and GEM's process compares
+that with the expected values, which never reach the sandbox.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import ast
 from functools import lru_cache
 
+from gem.envs.swe.checks import compile_tests
 from gem.envs.swe.task import SweTask, unified_diff
 
 
@@ -26,18 +32,21 @@ def _swe(name: str, pkg: str, mod: str, issue: str, source: str, fix: tuple, exi
     header = f"from {pkg}.{mod} import *  # noqa: F403\n\n\n"
     test_path = f"tests/test_{mod}.py"
     module_path = f"{pkg}/{mod}.py"
+    visible, _, _ = compile_tests(existing)
+    _, observing, expected = compile_tests(existing + "\n\n" + new)
     return SweTask(
         name=name,
         instruction=issue,
-        files={f"{pkg}/__init__.py": f'"""{pkg}."""\n', module_path: source, test_path: header + existing,
+        files={f"{pkg}/__init__.py": f'"""{pkg}."""\n', module_path: source, test_path: header + visible,
                "tests/__init__.py": "", "README.md": f"# {pkg}\n\nRun the tests with `python3 -m pytest tests` "
                f"or `python3 -c 'import tests.test_{mod} as t; ...'`.\n"},
-        hidden_files={test_path: header + existing + "\n\n" + new},
+        hidden_files={test_path: header + observing},
         fail_to_pass=tuple(f"{test_path}::{n}" for n in _test_names(new)),
         pass_to_pass=tuple(f"{test_path}::{n}" for n in _test_names(existing)),
         patch=unified_diff(module_path, source, fixed),
         edits=((module_path, old, replacement),),
         difficulty=difficulty,
+        expected={f"{test_path}::{n}": v for n, v in expected.items()},
     )
 
 
@@ -74,8 +83,7 @@ def bundled_tasks() -> list[SweTask]:
              "    def __len__(self):\n        return len(self._items)\n",
              ("            return None\n", "            raise IndexError('pop from empty stack')\n"),
              "def test_push_pop():\n    s = Stack()\n    s.push(1)\n    s.push(2)\n    assert s.pop() == 2 and len(s) == 1\n",
-             "def test_empty_pop():\n    s = Stack()\n    try:\n        s.pop()\n    except IndexError as e:\n        assert 'empty' in str(e)\n"
-             "    else:\n        raise AssertionError('no IndexError')\n"),
+             "def test_empty_pop():\n    s = Stack()\n    check(s.pop(), raises('IndexError', 'empty'))\n    check(len(s), 0)\n"),
         _swe("RomanNumerals", "numerals", "roman",
              "`to_roman(4)` gives `IIII` and `to_roman(1994)` gives `MDCCCCLXXXXIIII`; it should use subtractive "
              "notation (`IV`, `MCMXCIV`).",

@@ -15,10 +15,13 @@ import json
 from typing import Any, Optional, Sequence, Union
 
 from gem.agents.base import Agent
+from gem.envs.swe.grading import grade_workspace
 from gem.envs.swe.task import SweTask
 from gem.envs.terminal.env import ScriptedAgent, TerminalEnv
 from gem.envs.terminal.verify import Verdict
+from gem.tools.bash_tool import ShellError
 from gem.tools.editor_tool import EDITOR_SCHEMAS, parse_editor_tag, request_from_call, run_editor_request
+from gem.utils.sandbox import SandboxError
 from gem.utils.text import preview
 
 
@@ -98,6 +101,18 @@ class SweEnv(TerminalEnv):
         info["edit_ok"] = ok
         return text
 
+    def grade(self) -> Verdict:
+        """Run the hidden tests on a copy of the workspace as it is now; the verdict is decided in
+        this process (:mod:`gem.envs.swe.grading`), never in one that runs the repository's code."""
+        assert self.task is not None
+        if self.task.container is not None:
+            return self.shell.grade()
+        try:
+            files = self.shell.export()
+        except (ShellError, SandboxError) as exc:
+            return Verdict([], graded=False, reason=f"the workspace could not be exported: {exc}")
+        return grade_workspace(self.sandbox, self.task, files)
+
     def _score(self, verdict: Verdict) -> float:
         """1.0 when every FAIL_TO_PASS and PASS_TO_PASS test passes, else 0."""
         return 1.0 if verdict.graded and verdict.total > 0 and verdict.passed == verdict.total else 0.0
@@ -109,6 +124,9 @@ class SweEnv(TerminalEnv):
         info["fail_to_pass"] = {"passed": sum(results.get(t, False) for t in task.fail_to_pass), "total": len(task.fail_to_pass)}
         info["pass_to_pass"] = {"passed": sum(results.get(t, False) for t in task.pass_to_pass), "total": len(task.pass_to_pass)}
         info["resolved"] = reward >= self.success_reward
+        refused = self.last_verdict.reason if self.last_verdict is not None and self.last_verdict.graded else ""
+        if refused.startswith("refused: "):
+            info["refused"] = refused[len("refused: "):]
         return obs, reward, term, trunc, info
 
     def sample_random_action(self) -> str:

@@ -20,6 +20,10 @@ class SweTask(TerminalTask):
         patch: the reference fix as a unified diff (``git apply`` format).
         edits: the reference fix as exact replacements ``(path, old, new)`` (bundled tasks).
         runner: ``"gem"`` (GEM's runner, no pytest needed) or ``"pytest"``.
+        expected: for GEM's runner, ``test id -> expected values`` of the test's checks (see
+            :mod:`gem.envs.swe.checks`); they stay in GEM's process, the test process only
+            reports what it observed. A test without an entry passes when it finishes without an
+            exception (decided in the test's own process: see docs/swe.md).
     """
 
     kind: str = "unit"
@@ -29,6 +33,7 @@ class SweTask(TerminalTask):
     patch: str = ""
     edits: tuple = ()
     runner: str = "gem"
+    expected: dict = dataclasses.field(default_factory=dict, repr=False)
     test_timeout: float = 30.0
     category: str = "repository"
 
