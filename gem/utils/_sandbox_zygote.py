@@ -1762,10 +1762,10 @@ def _session_loop(sock_fd: int, namespace: dict) -> None:
     the cell's exit status is written to the status pipe, as a one-shot run does. Processes a cell
     started are killed when it ends (this process is pid 1 of the session's PID namespace:
     ``kill(-1)`` reaches every other process in it). Between cells it waits with every signal
-    blocked (no handler a cell installed, no timer, can run code then). If that leaves nothing that
-    could run (no other thread), the cell's report says so and the session is idle by
-    construction; otherwise (``busy``) the caller has the worker freeze the whole session (its
-    cgroup) before it returns the cell's result.
+    blocked (no handler a cell installed, no timer, can run code then). The cell's report says
+    whether anything else could run (``busy``), for information only: the cell's code can write
+    the status pipe itself, so the caller has the worker freeze the whole session (its cgroup)
+    after every cell before it returns the cell's result.
     """
     devnull = os.open(os.devnull, os.O_RDWR)
     os.close(4)

@@ -831,10 +831,11 @@ class SandboxSession:
             else:
                 status_msg = msg
                 self.cells_run += 1
-                # Nothing of the session may run until the next cell. Alone and single-threaded,
-                # its process waits for the next cell with every signal blocked: nothing can run.
-                # Otherwise the worker freezes it whole before this returns.
-                if status_msg.get("busy", True) and not self._stop():
+                # Nothing of the session may run until the next cell: the worker freezes it whole
+                # before this returns, always. The status line comes from the session's own
+                # process, which the cell's code controls: its "nothing else runs" (busy 0) may be
+                # written by the cell itself, which then goes on running after its result.
+                if not self._stop():
                     self._end()
             result = self.sandbox._result(pump, status_msg, timed_out, start)
             result.isolation = {**result.isolation, "restarted": restarted, "session_alive": self.alive}
