@@ -114,6 +114,7 @@ BASE_ENV = {
 }
 WORK_ROOT = "/tmp"
 RUN_UID = 1000  # a run's uid inside its own user namespace (non-root hosts)
+RUN_PTYS = 64  # pseudo-terminals a run may hold at once (a devpts instance of its own)
 # A session's CPU budget on a non-root host, in cells' worth: there the worker can lower a
 # session's CPU limit but not raise its hard limit again, so the hard limit is set once.
 SESSION_CPU_CELLS = 100
@@ -976,6 +977,15 @@ class Zygote:
         proc_ro = 0 if mode == "userns" else MS_RDONLY
         self.run_tmp = (b"gem-run", WORK_ROOT.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, self.tmp_opts.encode())
         self.run_proc = (b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | proc_ro, None)
+        # Its own pseudo-terminals: a devpts instance of its own, of at most RUN_PTYS, reached
+        # through /dev/ptmx. The host's /dev/pts would let a run take every pty of the machine
+        # (kernel.pty.max, for the host and the other runs too) and see other runs' ptys.
+        self.run_pts = (
+            b"devpts", b"/dev/pts", b"devpts", MS_NOSUID | MS_NOEXEC,
+            b"newinstance,ptmxmode=0666,mode=0600,max=%d" % RUN_PTYS,
+        )
+        self.pts_dir = os.path.isdir("/dev/pts")
+        self.ptmx_bind = os.path.exists("/dev/ptmx") and not os.path.islink("/dev/ptmx")
         # Network and IPC namespaces of runs, per slot: kind -> slot -> (namespace fd, what it
         # held when new): creating and destroying them costs the kernel more CPU than a whole
         # run. A run can change nothing in them but its own sockets: it may create only unix
@@ -1447,6 +1457,7 @@ class Zygote:
                 _mount(None, k, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
                 os.close(handle)
             _check(_libc.mount(*self.run_proc), "mount /proc")
+            self.own_ptys()
             if self.mode == "userns":
                 # Its /proc stays writable (for its user namespace map), but not /proc/sys: the
                 # run's uid maps to the worker's, which owns the sysctls of the pooled network
@@ -1474,6 +1485,15 @@ class Zygote:
         _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         if self.namespaces and self.seccomp_fprog is not None:
             _install_seccomp(self.seccomp_fprog)
+
+    def own_ptys(self) -> None:
+        """Give the run a devpts instance of its own (see ``run_pts``); where the kernel refuses
+        one, /dev/ptmx becomes /dev/null: no pty at all rather than the host's."""
+        if self.pts_dir and _libc.mount(*self.run_pts) == 0:
+            if self.ptmx_bind:
+                _mount("/dev/pts/ptmx", "/dev/ptmx", None, MS_BIND)
+        elif self.ptmx_bind:
+            _mount("/dev/null", "/dev/ptmx", None, MS_BIND)
 
     def child(self, chan: socket.socket, slot: int, workdir: str, enter: list, cgs: CgSlot | None = None) -> None:
         """Runs in the forked child: confine, wait for a request, apply its limits, run the code.

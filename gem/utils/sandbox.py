@@ -226,11 +226,16 @@ class _Pump:
                 os.close(fd)
         self.in_w = self.out_r = self.err_r = self.st_r = -1
 
-    def run(self, done: socket.socket, deadline: float, kill: Any) -> tuple[dict | None, bool]:
+    def run(
+        self, done: socket.socket, deadline: float, kill: Any, reports: bool = True
+    ) -> tuple[dict | None, bool]:
         """Pump until ``done`` delivers a JSON message; kill on timeout or output flood.
 
         Returns ``(message or None, timed_out)``. Plain ``poll`` (no selector object, no epoll
-        descriptor): a run's whole life is a handful of wake-ups.
+        descriptor): a run's whole life is a handful of wake-ups. ``reports=False``: ``done`` is
+        a session's own socket, on which nothing legitimate ever arrives (its end means the
+        session ended): whatever the session's code sends there gets it killed, as does a
+        report that is not one.
         """
         poller = select.poll()
         streams = {self.out_r: self.out, self.err_r: self.err}
@@ -277,6 +282,8 @@ class _Pump:
                             try:
                                 exit_s, cpu_s, *busy = status_buf.split()
                                 status = {"status": (int(exit_s) & 0xFF) << 8, "cpu": float(cpu_s)}
+                                if not 0 <= status["cpu"] < float("inf"):
+                                    raise ValueError(cpu_s)
                                 if busy:  # a session's cell: could anything of it still run?
                                     status["busy"] = busy[0] != b"0"
                             except ValueError:
@@ -301,11 +308,14 @@ class _Pump:
                             msg = done.recv(1 << 16)
                         except OSError:
                             msg = b""
-                        if not msg:
+                        report = _worker_report(msg) if msg and reports else None
+                        if report is None:
+                            if msg and kill_deadline is None:
+                                kill()  # (the caller then waits for the worker's own report)
                             return None, timed_out
                         if not self.over_limit:
                             self._drain(streams)
-                        return json.loads(msg), timed_out
+                        return report, timed_out
         finally:
             for fd in (self.in_w, self.out_r, self.err_r, self.st_r):
                 if fd >= 0:
@@ -336,6 +346,24 @@ class _Pump:
         for fd, buf in streams.items():
             while not self.over_limit and self._read(fd, buf):
                 pass
+
+
+def _worker_report(raw: bytes) -> dict | None:
+    """A ``{"status": wait status, ...}`` report as a dict with the expected types, else ``None``."""
+    try:
+        msg = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(msg, dict):
+        return None
+    if "error" in msg:
+        return {"error": str(msg["error"])}
+    status, cpu = msg.get("status"), msg.get("cpu", 0.0)
+    if not isinstance(status, int) or isinstance(status, bool) or not isinstance(cpu, (int, float)):
+        return None
+    if not 0 <= status < 1 << 16 or not 0 <= cpu < float("inf"):
+        return None
+    return msg
 
 
 def _frame(code: str, stdin: str | bytes | None) -> bytes:
@@ -813,7 +841,7 @@ class SandboxSession:
                 pump.close_child_ends()
             ctl = self._ctl
             assert ctl is not None and self._chan is not None
-            msg, timed_out = pump.run(self._chan, start + lim.timeout, lambda: _send_kill(ctl))
+            msg, timed_out = pump.run(self._chan, start + lim.timeout, lambda: _send_kill(ctl), reports=False)
             died = msg is None
             if died or pump.over_limit:
                 # The kernel was killed (timeout, output flood) or exited: report how, then forget it.
@@ -822,7 +850,7 @@ class SandboxSession:
                 ctl.settimeout(_KILL_GRACE)
                 try:
                     raw = ctl.recv(1 << 16)
-                    status_msg: dict | None = json.loads(raw) if raw else None
+                    status_msg: dict | None = _worker_report(raw) if raw else None
                 except (OSError, ValueError):
                     status_msg = None
                 self._end()

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 
 import pytest
@@ -57,3 +59,87 @@ def test_a_cell_that_forges_its_status_does_not_run_after_its_result(box):
         assert stamps, "the first cell recorded nothing"
         between = [t for t in stamps if returned + 0.05 < t < resumed - 0.01]
         assert not between, f"the first cell ran {len(between)} times between its result and the next cell"
+
+
+# ------------------------------------------------------------------ pseudo-terminals
+# Opens every pty it can (the host's /dev/pts is one pool for the whole machine, kernel.pty.max),
+# holds them a while, then checks that a pty still works once it lets them go.
+PTY_GRAB = r"""
+import os, pty, time
+fds = []
+try:
+    for _ in range(5000):
+        fds.append(os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY))
+except OSError as exc:
+    print("stopped", exc.strerror)
+print("ptys", len(fds))
+time.sleep(1.5)
+for fd in fds:
+    os.close(fd)
+master, slave = pty.openpty()
+os.write(slave, b"hi\n")
+print("works", os.read(master, 10))
+"""
+
+
+def _host_ptys() -> int:
+    with open("/proc/sys/kernel/pty/nr") as fh:
+        return int(fh.read())
+
+
+def test_a_run_cannot_take_the_hosts_ptys_nor_see_other_runs(box):
+    box.run("print(1)")  # started: its isolation report is in
+    if not box.isolation.get("mount_namespace") or not os.path.exists("/dev/ptmx"):
+        pytest.skip("runs have no mount namespace here, or the host has no /dev/ptmx")
+    held: list = []
+    holder = threading.Thread(target=lambda: held.append(box.run(PTY_GRAB, timeout=20)))
+    before = _host_ptys()
+    holder.start()
+    time.sleep(1.0)
+    during = _host_ptys()
+    other = box.run("import os; print(sorted(os.listdir('/dev/pts')))")
+    holder.join()
+    r = held[0]
+    assert r.reason == "ok", r.stderr[-500:]
+    n = int(r.stdout.split("ptys ")[1].split()[0])
+    assert 0 < n <= 64, r.stdout  # its own devpts instance, bounded
+    assert "works b'hi" in r.stdout, r.stdout
+    assert during - before < 100, (before, during)  # the host's pool is untouched
+    assert other.stdout.strip() == "['ptmx']", other.stdout  # nothing of the other run
+
+
+# ------------------------------------------------------------------ the session's own socket
+@pytest.mark.parametrize(
+    "payload",
+    [b"not json", b"[]", b'{"status": "x"}', b'{"status": 0, "cpu": "nan"}', b'{"status": 0, "cpu": 0.0}'],
+)
+def test_a_cell_writing_on_the_session_socket_ends_its_session_not_the_caller(box, payload):
+    # The session's process holds its end of the socket the caller waits on: whatever a cell sends
+    # there is no result (nothing legitimate ever comes that way), the session is killed.
+    with box.session(timeout=10) as s:
+        r = s.run(
+            "import os, socket, time\n"
+            f"socket.socket(fileno=os.dup(3)).send({payload!r})\n"
+            "time.sleep(5)\n"
+            "print('still here')\n"
+        )
+        assert r.reason != "ok" and "still here" not in r.stdout, (r.reason, r.stdout)
+        assert r.wall_time < 4
+        assert not s.alive
+        again = s.run("print(41 + 1)")
+        assert again.stdout == "42\n" and again.isolation["restarted"]
+
+
+def test_a_forged_status_line_with_an_impossible_cpu_time_is_not_taken(box):
+    r = box.run(
+        "import fcntl, os, stat\n"
+        "for name in os.listdir('/proc/self/fd'):\n"
+        "    fd = int(name)\n"
+        "    try:\n"
+        "        if fd > 2 and stat.S_ISFIFO(os.fstat(fd).st_mode) and fcntl.fcntl(fd, fcntl.F_GETFL) & 3 == 1:\n"
+        "            os.write(fd, b'0 inf\\n')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "raise SystemExit(3)\n"
+    )
+    assert r.exit_code == 3 and r.cpu_time < 60, (r.exit_code, r.cpu_time)
