@@ -57,6 +57,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 from typing import Any, Iterable, Sequence
 
 logger = logging.getLogger(__name__)
@@ -728,6 +729,48 @@ def _checkout_of(package_dir: str) -> list[str]:
     return []
 
 
+_DIST_NAMES = ("gem_llm", "gem-llm")
+
+
+def _installed_from(site_dir: str) -> list[str]:
+    """Directories holding a copy of GEM's package (``<dir>/gem/__init__.py``) that ``site_dir``
+    names: the source an install of ``gem-llm`` was made from (its ``direct_url.json``, a local
+    checkout kept after ``pip install <dir>``), editable installs by path (``.pth`` lines,
+    ``.egg-link`` files)."""
+    found: list[str] = []
+    try:
+        names = os.listdir(site_dir)
+    except OSError:
+        return found
+    candidates: list[str] = []
+    for name in names:
+        path = os.path.join(site_dir, name)
+        try:
+            if name.endswith(".dist-info") and name.lower().startswith(_DIST_NAMES):
+                with open(os.path.join(path, "direct_url.json"), encoding="utf-8") as fh:
+                    url = str(json.load(fh).get("url", ""))
+                if url.startswith("file://"):
+                    candidates.append(urllib.parse.unquote(url[len("file://"):]))
+            elif name.endswith(".egg-link") and name.lower().startswith(_DIST_NAMES):
+                with open(path, encoding="utf-8") as fh:
+                    candidates.append(fh.readline().strip())
+            elif name.endswith(".pth"):
+                with open(path, encoding="utf-8") as fh:
+                    candidates += [
+                        line.strip() for line in fh if line.strip() and not line.startswith(("#", "import"))
+                    ]
+        except (OSError, ValueError, AttributeError):
+            continue
+    for top in candidates:
+        if os.path.isabs(top) and os.path.isfile(os.path.join(top, "gem", "__init__.py")):
+            found.append(top)
+        elif os.path.isabs(top) and os.path.basename(top.rstrip("/")) == "gem" and os.path.isfile(
+            os.path.join(top, "__init__.py")
+        ):
+            found.append(os.path.dirname(top.rstrip("/")))
+    return found
+
+
 def default_hidden_paths() -> list[str]:
     """What no run sees: GEM's package directory (its bundled data included), the project
     checkout that holds it, other copies of GEM installed beside it, home directories and the
@@ -743,6 +786,8 @@ def default_hidden_paths() -> list[str]:
             ]
         except OSError:
             finders = []
+        for top in _installed_from(site_dir):  # where an install of GEM came from
+            paths += [os.path.join(top, "gem"), top]
         for name in finders:  # an editable install elsewhere: its package and its checkout
             try:
                 with open(os.path.join(site_dir, name), encoding="utf-8") as fh:

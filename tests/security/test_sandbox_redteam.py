@@ -143,3 +143,49 @@ def test_a_forged_status_line_with_an_impossible_cpu_time_is_not_taken(box):
         "raise SystemExit(3)\n"
     )
     assert r.exit_code == 3 and r.cpu_time < 60, (r.exit_code, r.cpu_time)
+
+
+# ------------------------------------------------------------------ other copies of GEM
+@pytest.mark.parametrize("how", ["direct_url", "pth", "egg_link"])
+def test_the_source_gem_was_installed_from_is_hidden(how, monkeypatch):
+    # ``pip install <checkout>`` leaves the checkout (tests, task data) where it was and records it
+    # in the dist-info; path-based editable installs name it in a .pth or .egg-link file.
+    import json as _json
+    import shutil
+    import tempfile
+
+    import gem.utils.sandbox as sandbox_module
+
+    top = tempfile.mkdtemp(dir="/var/tmp")
+    try:
+        checkout, site = os.path.join(top, "checkout"), os.path.join(top, "site")
+        os.makedirs(os.path.join(checkout, "gem"))
+        os.makedirs(site)
+        open(os.path.join(checkout, "gem", "__init__.py"), "w").close()
+        with open(os.path.join(checkout, "answers.txt"), "w") as fh:
+            fh.write("the-hidden-answer")
+        if how == "direct_url":
+            os.makedirs(os.path.join(site, "gem_llm-9.9.dist-info"))
+            with open(os.path.join(site, "gem_llm-9.9.dist-info", "direct_url.json"), "w") as fh:
+                _json.dump({"dir_info": {}, "url": "file://" + checkout}, fh)
+        elif how == "pth":
+            with open(os.path.join(site, "gem_dev.pth"), "w") as fh:
+                fh.write(checkout + "\n")
+        else:
+            with open(os.path.join(site, "gem-llm.egg-link"), "w") as fh:
+                fh.write(checkout + "\n.\n")
+        for d, _dirs, files in os.walk(top):
+            os.chmod(d, 0o755)
+            for f in files:
+                os.chmod(os.path.join(d, f), 0o644)
+        real = sandbox_module._site_dirs
+        monkeypatch.setattr(sandbox_module, "_site_dirs", lambda: [*real(), site])
+        sb = Sandbox(SandboxLimits(timeout=20), slots=1)
+        try:
+            r = sb.run(f"print(open({os.path.join(checkout, 'answers.txt')!r}).read())")
+        finally:
+            sb.close()
+        assert "the-hidden-answer" not in r.stdout, how
+        assert r.reason == "error" and ("FileNotFoundError" in r.stderr or "PermissionError" in r.stderr)
+    finally:
+        shutil.rmtree(top)
