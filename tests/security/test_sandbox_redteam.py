@@ -189,3 +189,23 @@ def test_the_source_gem_was_installed_from_is_hidden(how, monkeypatch):
         assert r.reason == "error" and ("FileNotFoundError" in r.stderr or "PermissionError" in r.stderr)
     finally:
         shutil.rmtree(top)
+
+
+# ------------------------------------------------------------------ the shell
+def test_a_command_signalling_the_shell_process_keeps_the_session_and_workspace():
+    # The session's process (pid 1 there, the commands' parent) handled SIGINT as Python does: a
+    # command's ``kill -INT 1`` ended the cell mid-command and the shell restarted empty.
+    from gem.tools.bash_tool import SandboxShell
+
+    sh = SandboxShell()
+    try:
+        sh.start()
+        assert sh.run("echo kept > note.txt").exit_code == 0
+        r = sh.run("kill -INT 1; kill -INT $PPID; sleep 0.2; echo after")
+        assert r.exit_code == 0 and r.output == "after\n", (r.exit_code, r.output)
+        assert sh.run("cat note.txt").output == "kept\n"
+        # The commands themselves still see SIGINT's default action.
+        r = sh.run("sleep 5 & pid=$!; kill -INT $pid; wait $pid; echo status $?")
+        assert r.output == "status 130\n", r.output
+    finally:
+        sh.close()
