@@ -1189,7 +1189,8 @@ def _what_holds(info: dict[str, Any]) -> list[str]:
         "a run's socket buffers count against nothing",
         f"no cgroups: max_processes is RLIMIT_NPROC, counted per uid: {per_uid}",
         "no cgroups: between a session's cells only its kernel process is stopped (SIGSTOP); "
-        "processes a thread starts after the cell's end run until the next cell ends",
+        "other processes of the session (a cell can leave some running: it can write its own end's report) "
+        "run until the next cell ends",
     ]
 
 
