@@ -32,7 +32,7 @@ The worker never shares a uid with a run: it kills a run from outside with ``SIG
 pid 1, which takes the whole PID namespace with it (daemons included), and the kernel frees the
 run's tmpfs when its mount namespace ends (no walk over what it left).
 
-* As root each concurrent run has a host uid of its own (``uid_base + pid * slots + slot``).
+* As root each concurrent run has a host uid of its own (``uid_base + pid * 256 + slot``).
 * Without root the worker first enters a user namespace where it is root (its uid mapped to 0),
   and each run gets a nested user namespace of its own (uid 1000 there, no capabilities), so its
   process limit is its own. Where user namespaces are not available the worker refuses to start
@@ -133,6 +133,20 @@ _raw_fork.restype = ctypes.c_int
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
 _libc.eventfd.argtypes = [ctypes.c_uint, ctypes.c_int]
+
+
+MAX_SLOTS = 256  # (gem.utils.sandbox checks ``slots`` against the same bound)
+
+
+def run_uid_base(uid_base: int, pid: int) -> int:
+    """The first uid of the worker with ``pid`` (root): its slot ``n`` runs as this plus ``n``.
+
+    Every live worker gets its own range (pids are unique), so two sandboxes (in one process or
+    in several) never share a uid. The stride is the most slots any worker may have, not this
+    worker's: with its own count, a worker of 2 slots with pid 300 and one of 3 slots with pid
+    200 would both have uid ``uid_base + 600``.
+    """
+    return uid_base + pid * MAX_SLOTS
 
 
 def _check(ret: int, what: str) -> None:
@@ -953,9 +967,7 @@ class Zygote:
         self.privileged = mode == "root"
         self.namespaces = mode != "unsafe"
         slots = int(config.get("slots", 256))
-        # Every live worker gets its own uid range (pids are unique), so two sandboxes (in one
-        # process or in several) never share a uid.
-        self.uid_base = int(config.get("uid_base", 1_000_000)) + os.getpid() * slots
+        self.uid_base = run_uid_base(int(config.get("uid_base", 1_000_000)), os.getpid())
         self.free_slots = list(range(slots - 1, -1, -1))
         self.prefork = max(1, int(config.get("prefork", 4)))
         self.net = bool(config.get("network", True))

@@ -422,8 +422,8 @@ class Sandbox:
         drop_privileges: as root, run each program as its own unprivileged uid (``False``: runs
             keep uid 0, without capabilities; not recommended).
         uid_base: where the uid pools start (root only). A worker with pid P uses
-            ``uid_base + P * slots .. + slots``, so live workers never share a uid; no real user
-            may own uids in ``uid_base .. uid_base + pid_max * slots``.
+            ``uid_base + P * 256 .. + slots``, so live workers never share a uid; no real user
+            may own uids in ``uid_base .. uid_base + pid_max * 256``.
         slots: the most runs at once (each has its own uid).
         tmp_mb, tmp_inodes: quotas of each run's private ``/tmp`` (bytes, files and directories).
         preload: modules the worker imports once (e.g. ``("numpy",)``), so runs import them for

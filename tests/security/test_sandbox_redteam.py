@@ -209,3 +209,33 @@ def test_a_command_signalling_the_shell_process_keeps_the_session_and_workspace(
         assert r.output == "status 130\n", r.output
     finally:
         sh.close()
+
+
+# ------------------------------------------------------------------ uids
+def test_workers_of_different_sizes_never_share_a_uid():
+    # A shared uid shares RLIMIT_NPROC, the pipe-buffer and inotify quotas per user between runs.
+    # Sandboxes in one process may have different slot counts (the shell's, the code tool's).
+    from gem.utils import _sandbox_zygote as zygote
+
+    taken: dict[int, tuple[int, int]] = {}
+    for slots in (1, 2, 3, 7, 256):
+        for pid in range(2, 700):
+            first = zygote.run_uid_base(1_000_000, pid)
+            for uid in range(first, first + slots):
+                owner = taken.setdefault(uid, (pid, slots))
+                assert owner[0] == pid, f"uid {uid}: worker {pid} ({slots} slots) and worker {owner}"
+
+
+def test_runs_of_two_sandboxes_of_different_sizes_get_disjoint_uid_ranges():
+    if os.geteuid() != 0:
+        pytest.skip("uid ranges are given as root only")
+    a, b = Sandbox(slots=2), Sandbox(slots=3)
+    try:
+        ra, rb = a.run("import os; print(os.getuid())"), b.run("import os; print(os.getuid())")
+        lo_a, hi_a = a.isolation["uid_range"]
+        lo_b, hi_b = b.isolation["uid_range"]
+        assert hi_a <= lo_b or hi_b <= lo_a, (a.isolation["uid_range"], b.isolation["uid_range"])
+        assert lo_a <= int(ra.stdout) < hi_a and lo_b <= int(rb.stdout) < hi_b
+    finally:
+        a.close()
+        b.close()
