@@ -4,6 +4,14 @@
   cell's code controls. A cell that writes "exited 0, nothing else runs" itself returns at once
   and goes on running after its result (outside any cell's wall-time limit). The caller must
   freeze the session after every cell, whatever the status line says.
+* The session's own socket: the caller waited on it for a JSON report; a cell sending anything
+  there crashed the caller (a JSON or type error out of ``SandboxSession.run``).
+* Pseudo-terminals: runs shared the host's devpts, one pool of ``kernel.pty.max`` for the whole
+  machine: one run could take them all, and saw other runs' ptys.
+* Hidden paths: the checkout a ``gem-llm`` install came from (``direct_url.json``) and checkouts
+  named by ``.pth`` or ``.egg-link`` files stayed readable.
+* The shell: a command's ``kill -INT 1`` ended the cell mid-command; the shell restarted empty.
+* uids: workers with different slot counts could hand out the same uid.
 """
 
 from __future__ import annotations
