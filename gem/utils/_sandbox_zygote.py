@@ -1318,7 +1318,6 @@ class Zygote:
             # (threads of the kernel, processes they started after the cell's end) is frozen
             # before the caller hears "stopped"; without one, the kernel process is stopped.
             cgs = self.cg.slots.get(run.slot)
-            frozen = False
             if cgs is not None and self.cg.freezer:
                 try:
                     frozen = self.cg.set_frozen(cgs, True)
@@ -1326,7 +1325,13 @@ class Zygote:
                         self.cg.kill_all_but(run.slot, run.pid)
                 except OSError:
                     frozen = False
-            if not frozen:
+                if not frozen:
+                    # Fail closed: a session that cannot be frozen ends (stopping its kernel
+                    # alone would leave its other processes running). The caller hears the
+                    # run's end instead of "stopped".
+                    self.kill_run(run)
+                    return
+            else:
                 self.signal(run, signal.SIGSTOP)
             try:
                 ctl.send(b"stopped")

@@ -12,6 +12,8 @@
   named by ``.pth`` or ``.egg-link`` files stayed readable.
 * The shell: a command's ``kill -INT 1`` ended the cell mid-command; the shell restarted empty.
 * uids: workers with different slot counts could hand out the same uid.
+* A freeze that fails: the worker stopped the session's kernel alone and said "stopped"; the
+  session's other processes ran on between cells.
 """
 
 from __future__ import annotations
@@ -247,3 +249,62 @@ def test_runs_of_two_sandboxes_of_different_sizes_get_disjoint_uid_ranges():
     finally:
         a.close()
         b.close()
+
+
+# ------------------------------------------------------------------ a freeze that fails
+def test_a_session_that_cannot_be_frozen_is_ended_not_left_running():
+    # Where the freezer cannot freeze the session in time (here: the host keeps thawing it), the
+    # worker stopped the kernel process alone and said "stopped": the session's other processes
+    # ran on between cells. It must end the session instead.
+    import glob
+
+    if os.geteuid() != 0:
+        pytest.skip("the freezer is used as root only")
+    sb = Sandbox(SandboxLimits(timeout=20), slots=1)
+    try:
+        sb.run("print(1)")
+        if not sb.isolation.get("cgroup_freezer") or sb.isolation.get("cgroups") != 1:
+            pytest.skip("no cgroup v1 freezer here")
+        states = glob.glob(f"/sys/fs/cgroup/freezer/**/gem-sandbox-{sb._proc.pid}/s*/freezer.state", recursive=True)
+        assert states
+        stop = threading.Event()
+
+        def keep_thawing() -> None:
+            while not stop.is_set():
+                for path in states:
+                    try:
+                        with open(path, "w") as fh:
+                            fh.write("THAWED")
+                    except OSError:
+                        pass
+                time.sleep(0.0005)
+
+        s = sb.session(timeout=20)
+        cell = (
+            "import fcntl, os, stat, time\n"
+            "if os.fork() == 0:\n"
+            "    while True:\n"
+            "        with open('/tmp/stamps', 'a') as fh:\n"
+            "            fh.write('%r\\n' % time.time())\n"
+            "        time.sleep(0.005)\n"
+            "time.sleep(0.1)\n"
+            + FORGE_STATUS.split("STAMPS = []")[0]
+            + "time.sleep(3)\n"
+        )
+        thawer = threading.Thread(target=keep_thawing)
+        thawer.start()
+        try:
+            first = s.run(cell)
+            returned = time.time()
+        finally:
+            stop.set()
+            thawer.join()
+        time.sleep(0.5)
+        resumed = time.time()
+        second = s.run("import os\nprint(open('/tmp/stamps').read() if os.path.exists('/tmp/stamps') else '')")
+        stamps = [float(x) for x in second.stdout.split()]
+        between = [t for t in stamps if returned + 0.05 < t < resumed - 0.01]
+        assert not between, (first.reason, len(between), second.isolation)
+        s.close()
+    finally:
+        sb.close()
