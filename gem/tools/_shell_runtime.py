@@ -75,6 +75,11 @@ def _gem_init(workspace: str, max_output: int) -> None:
         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
     except (OSError, AttributeError):
         pass
+    # A command may signal this process (pid 1 of the session, its parent): the only signal it
+    # handles is SIGINT (Python's KeyboardInterrupt), which would end the cell in the middle of
+    # a command, skip its clean-up, and lose the session with its workspace. A handler that does
+    # nothing keeps it (commands still get SIGINT's default: exec resets handlers).
+    signal.signal(signal.SIGINT, _gem_ignore_signal)
     home = os.getcwd()
     ws = os.path.join(home, workspace)
     state = os.path.join(home, ".gem-shell")
@@ -87,6 +92,10 @@ def _gem_init(workspace: str, max_output: int) -> None:
     _gem["env"] = dict(_GEM_BASE_ENV, HOME=ws, TMPDIR=os.path.join(home, ".gem-tmp"))
     os.makedirs(_gem["env"]["TMPDIR"], exist_ok=True)
     _gem["kill_all"] = _gem_may_kill_all()
+
+
+def _gem_ignore_signal(signum, frame) -> None:
+    """A handler that does nothing (unlike SIG_IGN, it is not inherited by the commands)."""
 
 
 def _gem_may_kill_all() -> bool:

@@ -32,7 +32,7 @@ The worker never shares a uid with a run: it kills a run from outside with ``SIG
 pid 1, which takes the whole PID namespace with it (daemons included), and the kernel frees the
 run's tmpfs when its mount namespace ends (no walk over what it left).
 
-* As root each concurrent run has a host uid of its own (``uid_base + pid * slots + slot``).
+* As root each concurrent run has a host uid of its own (``uid_base + pid * 256 + slot``).
 * Without root the worker first enters a user namespace where it is root (its uid mapped to 0),
   and each run gets a nested user namespace of its own (uid 1000 there, no capabilities), so its
   process limit is its own. Where user namespaces are not available the worker refuses to start
@@ -114,6 +114,7 @@ BASE_ENV = {
 }
 WORK_ROOT = "/tmp"
 RUN_UID = 1000  # a run's uid inside its own user namespace (non-root hosts)
+RUN_PTYS = 64  # pseudo-terminals a run may hold at once (a devpts instance of its own)
 # A session's CPU budget on a non-root host, in cells' worth: there the worker can lower a
 # session's CPU limit but not raise its hard limit again, so the hard limit is set once.
 SESSION_CPU_CELLS = 100
@@ -132,6 +133,20 @@ _raw_fork.restype = ctypes.c_int
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
 _libc.eventfd.argtypes = [ctypes.c_uint, ctypes.c_int]
+
+
+MAX_SLOTS = 256  # (gem.utils.sandbox checks ``slots`` against the same bound)
+
+
+def run_uid_base(uid_base: int, pid: int) -> int:
+    """The first uid of the worker with ``pid`` (root): its slot ``n`` runs as this plus ``n``.
+
+    Every live worker gets its own range (pids are unique), so two sandboxes (in one process or
+    in several) never share a uid. The stride is the most slots any worker may have, not this
+    worker's: with its own count, a worker of 2 slots with pid 300 and one of 3 slots with pid
+    200 would both have uid ``uid_base + 600``.
+    """
+    return uid_base + pid * MAX_SLOTS
 
 
 def _check(ret: int, what: str) -> None:
@@ -952,9 +967,7 @@ class Zygote:
         self.privileged = mode == "root"
         self.namespaces = mode != "unsafe"
         slots = int(config.get("slots", 256))
-        # Every live worker gets its own uid range (pids are unique), so two sandboxes (in one
-        # process or in several) never share a uid.
-        self.uid_base = int(config.get("uid_base", 1_000_000)) + os.getpid() * slots
+        self.uid_base = run_uid_base(int(config.get("uid_base", 1_000_000)), os.getpid())
         self.free_slots = list(range(slots - 1, -1, -1))
         self.prefork = max(1, int(config.get("prefork", 4)))
         self.net = bool(config.get("network", True))
@@ -976,6 +989,15 @@ class Zygote:
         proc_ro = 0 if mode == "userns" else MS_RDONLY
         self.run_tmp = (b"gem-run", WORK_ROOT.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, self.tmp_opts.encode())
         self.run_proc = (b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | proc_ro, None)
+        # Its own pseudo-terminals: a devpts instance of its own, of at most RUN_PTYS, reached
+        # through /dev/ptmx. The host's /dev/pts would let a run take every pty of the machine
+        # (kernel.pty.max, for the host and the other runs too) and see other runs' ptys.
+        self.run_pts = (
+            b"devpts", b"/dev/pts", b"devpts", MS_NOSUID | MS_NOEXEC,
+            b"newinstance,ptmxmode=0666,mode=0600,max=%d" % RUN_PTYS,
+        )
+        self.pts_dir = os.path.isdir("/dev/pts")
+        self.ptmx_bind = os.path.exists("/dev/ptmx") and not os.path.islink("/dev/ptmx")
         # Network and IPC namespaces of runs, per slot: kind -> slot -> (namespace fd, what it
         # held when new): creating and destroying them costs the kernel more CPU than a whole
         # run. A run can change nothing in them but its own sockets: it may create only unix
@@ -1296,7 +1318,6 @@ class Zygote:
             # (threads of the kernel, processes they started after the cell's end) is frozen
             # before the caller hears "stopped"; without one, the kernel process is stopped.
             cgs = self.cg.slots.get(run.slot)
-            frozen = False
             if cgs is not None and self.cg.freezer:
                 try:
                     frozen = self.cg.set_frozen(cgs, True)
@@ -1304,7 +1325,13 @@ class Zygote:
                         self.cg.kill_all_but(run.slot, run.pid)
                 except OSError:
                     frozen = False
-            if not frozen:
+                if not frozen:
+                    # Fail closed: a session that cannot be frozen ends (stopping its kernel
+                    # alone would leave its other processes running). The caller hears the
+                    # run's end instead of "stopped".
+                    self.kill_run(run)
+                    return
+            else:
                 self.signal(run, signal.SIGSTOP)
             try:
                 ctl.send(b"stopped")
@@ -1447,6 +1474,7 @@ class Zygote:
                 _mount(None, k, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
                 os.close(handle)
             _check(_libc.mount(*self.run_proc), "mount /proc")
+            self.own_ptys()
             if self.mode == "userns":
                 # Its /proc stays writable (for its user namespace map), but not /proc/sys: the
                 # run's uid maps to the worker's, which owns the sysctls of the pooled network
@@ -1474,6 +1502,15 @@ class Zygote:
         _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         if self.namespaces and self.seccomp_fprog is not None:
             _install_seccomp(self.seccomp_fprog)
+
+    def own_ptys(self) -> None:
+        """Give the run a devpts instance of its own (see ``run_pts``); where the kernel refuses
+        one, /dev/ptmx becomes /dev/null: no pty at all rather than the host's."""
+        if self.pts_dir and _libc.mount(*self.run_pts) == 0:
+            if self.ptmx_bind:
+                _mount("/dev/pts/ptmx", "/dev/ptmx", None, MS_BIND)
+        elif self.ptmx_bind:
+            _mount("/dev/null", "/dev/ptmx", None, MS_BIND)
 
     def child(self, chan: socket.socket, slot: int, workdir: str, enter: list, cgs: CgSlot | None = None) -> None:
         """Runs in the forked child: confine, wait for a request, apply its limits, run the code.
@@ -1762,10 +1799,10 @@ def _session_loop(sock_fd: int, namespace: dict) -> None:
     the cell's exit status is written to the status pipe, as a one-shot run does. Processes a cell
     started are killed when it ends (this process is pid 1 of the session's PID namespace:
     ``kill(-1)`` reaches every other process in it). Between cells it waits with every signal
-    blocked (no handler a cell installed, no timer, can run code then). If that leaves nothing that
-    could run (no other thread), the cell's report says so and the session is idle by
-    construction; otherwise (``busy``) the caller has the worker freeze the whole session (its
-    cgroup) before it returns the cell's result.
+    blocked (no handler a cell installed, no timer, can run code then). The cell's report says
+    whether anything else could run (``busy``), for information only: the cell's code can write
+    the status pipe itself, so the caller has the worker freeze the whole session (its cgroup)
+    after every cell before it returns the cell's result.
     """
     devnull = os.open(os.devnull, os.O_RDWR)
     os.close(4)

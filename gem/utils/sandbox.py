@@ -57,6 +57,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 from typing import Any, Iterable, Sequence
 
 logger = logging.getLogger(__name__)
@@ -226,11 +227,16 @@ class _Pump:
                 os.close(fd)
         self.in_w = self.out_r = self.err_r = self.st_r = -1
 
-    def run(self, done: socket.socket, deadline: float, kill: Any) -> tuple[dict | None, bool]:
+    def run(
+        self, done: socket.socket, deadline: float, kill: Any, reports: bool = True
+    ) -> tuple[dict | None, bool]:
         """Pump until ``done`` delivers a JSON message; kill on timeout or output flood.
 
         Returns ``(message or None, timed_out)``. Plain ``poll`` (no selector object, no epoll
-        descriptor): a run's whole life is a handful of wake-ups.
+        descriptor): a run's whole life is a handful of wake-ups. ``reports=False``: ``done`` is
+        a session's own socket, on which nothing legitimate ever arrives (its end means the
+        session ended): whatever the session's code sends there gets it killed, as does a
+        report that is not one.
         """
         poller = select.poll()
         streams = {self.out_r: self.out, self.err_r: self.err}
@@ -277,6 +283,8 @@ class _Pump:
                             try:
                                 exit_s, cpu_s, *busy = status_buf.split()
                                 status = {"status": (int(exit_s) & 0xFF) << 8, "cpu": float(cpu_s)}
+                                if not 0 <= status["cpu"] < float("inf"):
+                                    raise ValueError(cpu_s)
                                 if busy:  # a session's cell: could anything of it still run?
                                     status["busy"] = busy[0] != b"0"
                             except ValueError:
@@ -301,11 +309,14 @@ class _Pump:
                             msg = done.recv(1 << 16)
                         except OSError:
                             msg = b""
-                        if not msg:
+                        report = _worker_report(msg) if msg and reports else None
+                        if report is None:
+                            if msg and kill_deadline is None:
+                                kill()  # (the caller then waits for the worker's own report)
                             return None, timed_out
                         if not self.over_limit:
                             self._drain(streams)
-                        return json.loads(msg), timed_out
+                        return report, timed_out
         finally:
             for fd in (self.in_w, self.out_r, self.err_r, self.st_r):
                 if fd >= 0:
@@ -336,6 +347,24 @@ class _Pump:
         for fd, buf in streams.items():
             while not self.over_limit and self._read(fd, buf):
                 pass
+
+
+def _worker_report(raw: bytes) -> dict | None:
+    """A ``{"status": wait status, ...}`` report as a dict with the expected types, else ``None``."""
+    try:
+        msg = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(msg, dict):
+        return None
+    if "error" in msg:
+        return {"error": str(msg["error"])}
+    status, cpu = msg.get("status"), msg.get("cpu", 0.0)
+    if not isinstance(status, int) or isinstance(status, bool) or not isinstance(cpu, (int, float)):
+        return None
+    if not 0 <= status < 1 << 16 or not 0 <= cpu < float("inf"):
+        return None
+    return msg
 
 
 def _frame(code: str, stdin: str | bytes | None) -> bytes:
@@ -393,8 +422,8 @@ class Sandbox:
         drop_privileges: as root, run each program as its own unprivileged uid (``False``: runs
             keep uid 0, without capabilities; not recommended).
         uid_base: where the uid pools start (root only). A worker with pid P uses
-            ``uid_base + P * slots .. + slots``, so live workers never share a uid; no real user
-            may own uids in ``uid_base .. uid_base + pid_max * slots``.
+            ``uid_base + P * 256 .. + slots``, so live workers never share a uid; no real user
+            may own uids in ``uid_base .. uid_base + pid_max * 256``.
         slots: the most runs at once (each has its own uid).
         tmp_mb, tmp_inodes: quotas of each run's private ``/tmp`` (bytes, files and directories).
         preload: modules the worker imports once (e.g. ``("numpy",)``), so runs import them for
@@ -700,6 +729,48 @@ def _checkout_of(package_dir: str) -> list[str]:
     return []
 
 
+_DIST_NAMES = ("gem_llm", "gem-llm")
+
+
+def _installed_from(site_dir: str) -> list[str]:
+    """Directories holding a copy of GEM's package (``<dir>/gem/__init__.py``) that ``site_dir``
+    names: the source an install of ``gem-llm`` was made from (its ``direct_url.json``, a local
+    checkout kept after ``pip install <dir>``), editable installs by path (``.pth`` lines,
+    ``.egg-link`` files)."""
+    found: list[str] = []
+    try:
+        names = os.listdir(site_dir)
+    except OSError:
+        return found
+    candidates: list[str] = []
+    for name in names:
+        path = os.path.join(site_dir, name)
+        try:
+            if name.endswith(".dist-info") and name.lower().startswith(_DIST_NAMES):
+                with open(os.path.join(path, "direct_url.json"), encoding="utf-8") as fh:
+                    url = str(json.load(fh).get("url", ""))
+                if url.startswith("file://"):
+                    candidates.append(urllib.parse.unquote(url[len("file://"):]))
+            elif name.endswith(".egg-link") and name.lower().startswith(_DIST_NAMES):
+                with open(path, encoding="utf-8") as fh:
+                    candidates.append(fh.readline().strip())
+            elif name.endswith(".pth"):
+                with open(path, encoding="utf-8") as fh:
+                    candidates += [
+                        line.strip() for line in fh if line.strip() and not line.startswith(("#", "import"))
+                    ]
+        except (OSError, ValueError, AttributeError):
+            continue
+    for top in candidates:
+        if os.path.isabs(top) and os.path.isfile(os.path.join(top, "gem", "__init__.py")):
+            found.append(top)
+        elif os.path.isabs(top) and os.path.basename(top.rstrip("/")) == "gem" and os.path.isfile(
+            os.path.join(top, "__init__.py")
+        ):
+            found.append(os.path.dirname(top.rstrip("/")))
+    return found
+
+
 def default_hidden_paths() -> list[str]:
     """What no run sees: GEM's package directory (its bundled data included), the project
     checkout that holds it, other copies of GEM installed beside it, home directories and the
@@ -715,6 +786,8 @@ def default_hidden_paths() -> list[str]:
             ]
         except OSError:
             finders = []
+        for top in _installed_from(site_dir):  # where an install of GEM came from
+            paths += [os.path.join(top, "gem"), top]
         for name in finders:  # an editable install elsewhere: its package and its checkout
             try:
                 with open(os.path.join(site_dir, name), encoding="utf-8") as fh:
@@ -813,7 +886,7 @@ class SandboxSession:
                 pump.close_child_ends()
             ctl = self._ctl
             assert ctl is not None and self._chan is not None
-            msg, timed_out = pump.run(self._chan, start + lim.timeout, lambda: _send_kill(ctl))
+            msg, timed_out = pump.run(self._chan, start + lim.timeout, lambda: _send_kill(ctl), reports=False)
             died = msg is None
             if died or pump.over_limit:
                 # The kernel was killed (timeout, output flood) or exited: report how, then forget it.
@@ -822,7 +895,7 @@ class SandboxSession:
                 ctl.settimeout(_KILL_GRACE)
                 try:
                     raw = ctl.recv(1 << 16)
-                    status_msg: dict | None = json.loads(raw) if raw else None
+                    status_msg: dict | None = _worker_report(raw) if raw else None
                 except (OSError, ValueError):
                     status_msg = None
                 self._end()
@@ -831,10 +904,11 @@ class SandboxSession:
             else:
                 status_msg = msg
                 self.cells_run += 1
-                # Nothing of the session may run until the next cell. Alone and single-threaded,
-                # its process waits for the next cell with every signal blocked: nothing can run.
-                # Otherwise the worker freezes it whole before this returns.
-                if status_msg.get("busy", True) and not self._stop():
+                # Nothing of the session may run until the next cell: the worker freezes it whole
+                # before this returns, always. The status line comes from the session's own
+                # process, which the cell's code controls: its "nothing else runs" (busy 0) may be
+                # written by the cell itself, which then goes on running after its result.
+                if not self._stop():
                     self._end()
             result = self.sandbox._result(pump, status_msg, timed_out, start)
             result.isolation = {**result.isolation, "restarted": restarted, "session_alive": self.alive}
@@ -1115,7 +1189,8 @@ def _what_holds(info: dict[str, Any]) -> list[str]:
         "a run's socket buffers count against nothing",
         f"no cgroups: max_processes is RLIMIT_NPROC, counted per uid: {per_uid}",
         "no cgroups: between a session's cells only its kernel process is stopped (SIGSTOP); "
-        "processes a thread starts after the cell's end run until the next cell ends",
+        "other processes of the session (a cell can leave some running: it can write its own end's report) "
+        "run until the next cell ends",
     ]
 
 

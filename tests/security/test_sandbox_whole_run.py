@@ -168,8 +168,8 @@ for name in sorted(os.listdir("/proc/self/net")):
     if name in GLOBAL or not os.path.isfile(path):
         continue
     text = read(path)
-    if name in ("sockstat", "sockstat6"):  # TCP/UDP "alloc" and "mem" are host-wide counters
-        text = re.sub(r"\b(alloc|mem) \d+", r"\1 *", text)
+    if name in ("sockstat", "sockstat6"):  # TCP/UDP "alloc", "mem" and "orphan" are host-wide counters
+        text = re.sub(r"\b(alloc|mem|orphan) \d+", r"\1 *", text)
     elif name == "protocols":  # its "memory" column is host-wide (the "sockets" one is ours)
         text = "\n".join(" ".join(f[:3] + f[4:]) for f in (line.split() for line in text.splitlines()))
     state[path] = len(text.splitlines()) if name in TABLES and name != "ip6_flowlabel" else text
