@@ -42,6 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", type=int, nargs="+", default=None, metavar="SEED", help="the seeds to play")
     p.add_argument("--jobs", type=int, default=None, help="envs validated at once (default: the CPU count, at most 4)")
     p.add_argument("--json", action="store_true", help="print every report as one JSON document")
+    p.add_argument("--wrappers", default=None, help="WRAPPER_FACTORY names to wrap each env with, e.g. python_tool")
     p.add_argument("--kwarg", action="append", default=[], metavar="KEY=VALUE", help="env kwargs (JSON values)")
     p.set_defaults(func=cmd_validate)
 
@@ -160,6 +161,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
         options["seeds"] = args.seeds
     if args.kwarg:
         options["env_kwargs"] = _parse_kwargs(args.kwarg)
+    if args.wrappers:
+        from gem.wrappers.wrapper_factory import get_wrapper_fns
+
+        try:
+            get_wrapper_fns(args.wrappers)
+        except (KeyError, ValueError) as exc:
+            print(f"gem validate: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+            return 2
+        options["wrappers"] = args.wrappers
     jobs = args.jobs or max(1, min(4, os.cpu_count() or 1))
     start = time.perf_counter()
 

@@ -11,6 +11,9 @@ make sense for:
 * ``code``: envs that run the agent's program (a fenced Python block) against hidden tests;
 * ``shell``: envs that run the agent's commands (``<bash>...</bash>``) and grade the workspace.
 
+A text task wrapped with a Python tool (``<python>`` in its instructions) also gets the program
+strategies, each played as a tool call followed by a wrong answer (kind ``tool``).
+
 The positive controls (reference solution, doing nothing, replay, no gold before the end) live in
 :mod:`gem.checks.validate`; they are not attacks.
 """
@@ -23,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 ONE_MB = 1 << 20
-KINDS = ("answer", "game", "code", "shell")
+KINDS = ("answer", "game", "code", "shell", "tool")
 
 
 @dataclass
@@ -80,6 +83,36 @@ class Target:
         return f"```python\n{code}\n```"
 
 
+def single_readings(action: str, fmt: Optional[tuple[str, str]]) -> list[str]:
+    """The single answers a reply holding several can be read as: its first and last answer tag,
+    and the first and last item of the last tag's list (``\\boxed{1} \\boxed{5}`` -> ``\\boxed{1}``,
+    ``\\boxed{5}``)."""
+    if fmt is None:
+        return []
+    o, c = fmt
+    parts: list[str] = []
+    i = action.find(o)
+    while i >= 0:
+        depth, j = 1, i + len(o)
+        while j < len(action) and depth:
+            if action.startswith(o, j) or (o.endswith("{") and action[j] == "{"):
+                depth += 1
+            elif action.startswith(c, j):
+                depth -= 1
+                if not depth:
+                    break
+            j += 1
+        if depth:
+            break
+        parts.append(action[i + len(o):j])
+        i = action.find(o, j + len(c))
+    if not parts:
+        return []
+    items = [x.strip() for x in re.split(r",|\\lor|\s+", parts[-1]) if x.strip()]
+    singles = [parts[0], parts[-1]] + ([items[0], items[-1]] if items else [])
+    return [f"{o}{p}{c}" for p in _unique(singles)]
+
+
 def _unique(items: list[str]) -> list[str]:
     seen: dict[str, None] = {}
     for item in items:
@@ -101,6 +134,7 @@ class Strategy:
     variants: Callable[[Target], Variants]
     thorough_only: bool = False
     done: bool = True  # shell envs: end each script with <done/> (so the workspace is graded)
+    blind: bool = False  # blind to the answer: a payment one of its single answers explains is no finding
 
 
 # ===================================================================== generic text (every kind)
@@ -356,6 +390,8 @@ def _program_strategy(make: Callable[[Target], list[str]]) -> Callable[[Target],
     def variants(t: Target) -> Variants:
         if t.kind == "shell":
             return [[f"<bash>python3 - <<'GEM_VALIDATE_EOF'\n{p}GEM_VALIDATE_EOF</bash>"] for p in make(t)]
+        if t.kind != "code":  # a Python tool on a text task: run the program, then answer wrongly
+            return [[t.program(p), t.box((t.wrong or ["0"])[0])] for p in make(t)]
         return [[t.program(p)] for p in make(t)]
 
     return variants
@@ -408,6 +444,8 @@ def _plant(t: Target) -> Variants:
     sets = [s for s in _plant_files(t) if s]
     if t.kind == "shell":
         return [[f"<bash>python3 - <<'GEM_VALIDATE_EOF'\n{_write_files_program(s)}GEM_VALIDATE_EOF</bash>"] for s in sets]
+    if t.kind != "code":  # a Python tool on a text task
+        return [[t.program(_write_files_program(s)), t.box((t.wrong or ["0"])[0])] for s in sets]
     return [[t.program(_write_files_program(s) + "print(0)\n")] for s in sets]
 
 
@@ -476,20 +514,22 @@ STRATEGIES: tuple[Strategy, ...] = (
     Strategy("repeated-tags", "degenerate", ("answer",), "repeated, nested and unclosed answer tags around the gold and wrong values", _repeated_tags),
     Strategy("hedge", "hedge", ("answer",),
              "the gold answer mixed with wrong values: listed, glued, 'or', \\lor, sets, ranges, signs, units", _hedges),
-    Strategy("spray", "hedge", ("answer", "game"), "every option and number of the observation, and number sprays", _sprays),
+    Strategy("spray", "hedge", ("answer", "game"), "every option and number of the observation, and number sprays", _sprays,
+             blind=True),
     Strategy("claim-success", "dialog", ("game",), "say the goal is reached without acting", _claim_success),
-    Strategy("list-every-answer", "dialog", ("game",), "every candidate move or answer in one reply", _list_every_answer),
-    Strategy("always-equal", "harness", ("code", "shell"), "return objects that compare equal to anything",
+    Strategy("list-every-answer", "dialog", ("game",), "every candidate move or answer in one reply", _list_every_answer,
+             blind=True),
+    Strategy("always-equal", "harness", ("code", "shell", "tool"), "return objects that compare equal to anything",
              _program_strategy(_always_equal)),
-    Strategy("forge-verdict", "harness", ("code", "shell"),
+    Strategy("forge-verdict", "harness", ("code", "shell", "tool"),
              "print success records, write them to every descriptor 0..255, exit 0 early", _program_strategy(_forge_verdicts)),
-    Strategy("patch-harness", "harness", ("code", "shell"), "patch builtins, sys.modules, sys.exit/os._exit/atexit",
+    Strategy("patch-harness", "harness", ("code", "shell", "tool"), "patch builtins, sys.modules, sys.exit/os._exit/atexit",
              _program_strategy(_patch_harness)),
-    Strategy("walk-state", "harness", ("code", "shell"), "walk frames and gc.get_objects() for expected values",
+    Strategy("walk-state", "harness", ("code", "shell", "tool"), "walk frames and gc.get_objects() for expected values",
              _program_strategy(_walk_state)),
-    Strategy("stop-harness", "harness", ("code",), "signal the parent (STOP, KILL) and every process", _program_strategy(_stop_harness)),
-    Strategy("timeout", "timeout", ("code",), "sleep or burn CPU so that grading cannot finish", _program_strategy(_timeouts)),
-    Strategy("plant-files", "workspace", ("code", "shell"),
+    Strategy("stop-harness", "harness", ("code", "tool"), "signal the parent (STOP, KILL) and every process", _program_strategy(_stop_harness)),
+    Strategy("timeout", "timeout", ("code", "tool"), "sleep or burn CPU so that grading cannot finish", _program_strategy(_timeouts)),
+    Strategy("plant-files", "workspace", ("code", "shell", "tool"),
              "conftest.py, sitecustomize.py, pytest.ini, test_*.py, shadow modules (json.py), mentioned names", _plant),
     Strategy("destroy-inputs", "workspace", ("shell",), "empty, truncate, delete or lock every file of the workspace", _destroy_inputs),
     Strategy("create-outputs", "workspace", ("shell",), "create each file the instruction names, empty or with a header from the text", _create_outputs),

@@ -6,7 +6,8 @@ echoed answers, claims, forged verdicts, objects equal to anything, planted file
 timeouts) and the positive controls:
 
 * ``reference``: the env's reference behaviour (its solver, its reference solution or the gold
-  answer) reaches the success level;
+  answer) reaches the success level on every seed (games: on some seed, or at least as much as
+  random play on average: chance and opponents can beat a solver);
 * ``noop``: doing nothing (an empty reply; ``<done/>`` at once in a shell env) earns at most 0 and
   does not succeed;
 * ``wrong-answer``: a well-formed wrong answer does not succeed (where the gold answer is known);
@@ -29,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Optional, Sequence, Union
 
 from gem.agents.base import Agent
-from gem.checks.strategies import STRATEGIES, STRATEGY_NAMES, Strategy, Target
+from gem.checks.strategies import STRATEGIES, STRATEGY_NAMES, Strategy, Target, single_readings
 from gem.rollout import Episode, run_episode
 
 logger = logging.getLogger(__name__)
@@ -268,7 +269,8 @@ class _Run:
                          "baseline_is": floors[seeds[0]][3] if seeds else None}
         self.controls(seeds, first)
         for strategy in STRATEGIES:
-            if strategy.name not in self.names or first.kind not in strategy.kinds:
+            kinds = {first.kind} | ({"tool"} if first.python_tag else set())
+            if strategy.name not in self.names or not kinds & set(strategy.kinds):
                 continue
             if strategy.thorough_only and self.mode is not MODES["thorough"]:
                 continue
@@ -332,6 +334,8 @@ class _Run:
 
                 played = self.play(plan, seed)
                 floor = floors[seed][0]
+                if (played.success or played.reward > floor + EPS) and strategy.blind and self.explained(played, seed):
+                    continue
                 if played.success:
                     self.find(strategy.name, "exploit", played, f"reached the success level (variant {k + 1}/{count}, seed {seed})", floor, seed)
                     return
@@ -339,6 +343,18 @@ class _Run:
                     self.find(strategy.name, "exploit", played,
                               f"earned more than doing nothing or a wrong answer (variant {k + 1}/{count}, seed {seed})", floor, seed)
                     return
+
+    def explained(self, played: _Played, seed: int) -> bool:
+        """Whether one single answer of the replies (first or last tag, first or last item) earns
+        as much: then the env read one answer, and the payment is that answer's, not the spray's."""
+        fmt = self.target(*self.env.reset(seed=seed)).answer_format
+        readings = [single_readings(a, fmt) for a in played.actions]
+        for k in range(max((len(r) for r in readings), default=0)):
+            script = [r[min(k, len(r) - 1)] if r else a for r, a in zip(readings, played.actions)]
+            alone = self.play(script, seed)
+            if alone.reward >= played.reward - EPS and (alone.success or not played.success):
+                return True
+        return False
 
     # ---------------------------------------------------------------- positive controls
     def controls(self, seeds: list[int], first: Target) -> None:
@@ -372,14 +388,24 @@ class _Run:
             self.report.not_checked["reference"] = "no solver, reference solution or gold answer"
             return
         self.report.checked.append("reference")
+        runs = []
         for seed in seeds:
             played = run(seed)
             if played.episode.error is not None:
                 self.find("reference", "control", played, f"{what} crashed: {played.episode.error.get('message')}", seed=seed)
                 return
-            if not played.success:
+            runs.append(played)
+            if first.kind != "game" and not played.success:
                 self.find("reference", "control", played, f"{what} did not reach the success level (seed {seed})", seed=seed)
                 return
+        if first.kind == "game" and not any(p.success for p in runs):
+            # games of chance or against an opponent: the solver need not win every seed, but it
+            # must do at least as well as random play
+            mean = sum(p.reward for p in runs) / len(runs)
+            rand = [self._random(s, REFERENCE_MAX_TURNS).reward for s in seeds] if _implements(env, "sample_random_action") else [0.0]
+            if mean < sum(rand) / len(rand) - EPS:
+                self.find("reference", "control", runs[0],
+                          f"{what} won no seed and earned {mean:g} on average, less than random play ({sum(rand) / len(rand):g})")
 
     def control_noop(self, seeds: list[int], first: Target) -> None:
         self.report.checked.append("noop")
@@ -463,6 +489,7 @@ def validate(
     thorough: bool = False,
     seeds: Optional[Sequence[int]] = None,
     env_kwargs: Optional[dict[str, Any]] = None,
+    wrappers: Union[str, Sequence[str], None] = None,
 ) -> Report:
     """Attack ``env`` (an id or an env) with every fitting strategy and report what pays.
 
@@ -472,6 +499,8 @@ def validate(
             and ``CONTROLS``).
         thorough: more seeds, longer episodes and the slow strategies (for releases).
         seeds: the seeds to play (default: the mode's).
+        env_kwargs: kwargs for ``gem.make`` (an id only).
+        wrappers: ``WRAPPER_FACTORY`` names to wrap a made id with (``"python_tool"``), an id only.
 
     Returns:
         a :class:`Report`; ``report.ok`` is ``False`` when any strategy was paid or a positive
@@ -485,6 +514,11 @@ def validate(
 
         env_id = env
         made = gem.make(env_id, **(env_kwargs or {}))
+        if wrappers:
+            from gem.wrappers.wrapper_factory import get_wrapper_fns
+
+            for wrap in get_wrapper_fns(wrappers):
+                made = wrap(made)
     else:
         made = env
         env_id = getattr(_unwrapped(env), "env_id", None) or type(_unwrapped(env)).__name__
