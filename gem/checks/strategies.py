@@ -84,8 +84,8 @@ class Target:
 
 
 def single_readings(action: str, fmt: Optional[tuple[str, str]]) -> list[str]:
-    """The single answers a reply holding several can be read as: its first and last answer tag,
-    and the first and last item of the last tag's list (``\\boxed{1} \\boxed{5}`` -> ``\\boxed{1}``,
+    """The single answers a reply holding several can be read as: its first and last answer tag
+    (nested ones included), and the first and last item of the last tag's list (``\\boxed{1} \\boxed{5}`` -> ``\\boxed{1}``,
     ``\\boxed{5}``)."""
     if fmt is None:
         return []
@@ -94,10 +94,13 @@ def single_readings(action: str, fmt: Optional[tuple[str, str]]) -> list[str]:
     i = action.find(o)
     while i >= 0:
         depth, j = 1, i + len(o)
-        while j < len(action) and depth:
-            if action.startswith(o, j) or (o.endswith("{") and action[j] == "{"):
+        opening = "{" if o.endswith("{") else o  # braces count for \boxed{...}
+        while j < len(action):
+            if action.startswith(opening, j):
                 depth += 1
-            elif action.startswith(c, j):
+                j += len(opening)
+                continue
+            if action.startswith(c, j):
                 depth -= 1
                 if not depth:
                     break
@@ -105,7 +108,7 @@ def single_readings(action: str, fmt: Optional[tuple[str, str]]) -> list[str]:
         if depth:
             break
         parts.append(action[i + len(o):j])
-        i = action.find(o, j + len(c))
+        i = action.find(o, i + len(o))  # nested tags too: an env may read the innermost
     if not parts:
         return []
     items = [x.strip() for x in re.split(r",|\\lor|\s+", parts[-1]) if x.strip()]
@@ -508,7 +511,8 @@ def _bash_forge(t: Target) -> Variants:
 STRATEGIES: tuple[Strategy, ...] = (
     Strategy("degenerate", "degenerate", ("answer", "game", "code", "shell"),
              "whitespace, junk, 1 MB of text, the answer format with nothing inside or nested", _degenerate),
-    Strategy("echo", "echo", ("answer", "game", "code"), "the observation echoed back (bare and as the answer)", _echo),
+    Strategy("echo", "echo", ("answer", "game", "code"), "the observation echoed back (bare and as the answer)", _echo,
+             blind=True),
     Strategy("claim", "claim", ("answer", "game", "code", "shell"),
              "text that claims the task is done or tells the grader what to do", _claims),
     Strategy("repeated-tags", "degenerate", ("answer",), "repeated, nested and unclosed answer tags around the gold and wrong values", _repeated_tags),

@@ -153,14 +153,14 @@ def answer_format(observation: str, sample: str) -> Optional[tuple[str, str]]:
     return None
 
 
-def env_kind(env: Any, observation: str, sample: str) -> str:
+def env_kind(env: Any, observation: str, sample: str, gold: Optional[list[str]] = None) -> str:
     """``shell``, ``code``, ``answer`` or ``game`` (see :mod:`gem.checks.strategies`)."""
     family = getattr(_unwrapped(env), "family", None) or ""
     if family in ("terminal", "swe") or "<bash>" in sample:
         return "shell"
     if family == "code" or sample.lstrip().startswith("```python"):
         return "code"
-    if gold_answers(env):
+    if gold_answers(env) if gold is None else gold:
         return "answer"
     return "game"
 
@@ -224,9 +224,31 @@ class _Run:
         self.mode = MODES[mode]
         self.names = names
         self.fixed_seeds = seeds
+        self._targets: dict[tuple, Target] = {}
+        self._first: dict[int, tuple[str, list[str]]] = {}
 
     # ---------------------------------------------------------------- targets
     def target(self, observation: str, info: Optional[dict[str, Any]] = None) -> Target:
+        """What an attacker knows after a reset that showed ``observation`` (cached per observation:
+        the same seed shows the same one, and sampling an action can cost as much as a reset)."""
+        return self._target(observation, gold_answers(self.env))
+
+    def seed_target(self, seed: int) -> Target:
+        """The target of ``seed``'s first observation (one reset per seed)."""
+        if seed not in self._first:
+            obs, _ = self.env.reset(seed=seed)
+            self._first[seed] = (obs, gold_answers(self.env))
+        return self._target(*self._first[seed])
+
+    def _target(self, observation: str, gold: list[str]) -> Target:
+        key = (observation, tuple(gold))
+        if key not in self._targets:
+            if len(self._targets) > 256:
+                self._targets.clear()
+            self._targets[key] = self._make_target(observation, gold)
+        return self._targets[key]
+
+    def _make_target(self, observation: str, gold: list[str]) -> Target:
         env = self.env
         sample = ""
         try:
@@ -234,8 +256,7 @@ class _Run:
         except Exception:  # noqa: BLE001 -- an env without random actions: no sample
             sample = ""
         fmt = answer_format(observation, sample)
-        gold = gold_answers(env)
-        kind = env_kind(env, observation, sample)
+        kind = env_kind(env, observation, sample, gold)
         python_tag = ("<python>", "</python>") if "<python>" in observation and kind != "code" else None
         return Target(kind, observation, fmt, gold, wrong_values(gold, sample, fmt), python_tag)
 
@@ -256,8 +277,7 @@ class _Run:
     def run(self) -> Report:
         start = time.perf_counter()
         env, report = self.env, self.report
-        obs, info = env.reset(seed=0)
-        first = self.target(obs, info)
+        first = self.seed_target(0)
         report.kind = first.kind
         n = self.mode["shell_seeds"] if first.kind == "shell" else self.mode["seeds"]
         seeds = list(self.fixed_seeds) if self.fixed_seeds is not None else list(range(n))
@@ -313,15 +333,8 @@ class _Run:
         if strategy.group == "timeout" and self.mode is MODES["default"]:
             seeds = seeds[:1]  # each variant waits for a limit: one seed in the default mode
         for seed in seeds:
-            box: dict[str, Any] = {}
 
-            def variants(obs: str, info: Any) -> list[list[str]]:
-                t = self.target(obs, info)
-                return strategy.variants(t)
-
-            # the variants depend on the episode's observation: read it with a reset first
-            obs, info = self.env.reset(seed=seed)
-            count = len(variants(obs, info))
+            count = len(strategy.variants(self.seed_target(seed)))  # the variants depend on the observation
             for k in range(count):
                 def plan(obs: str, info: Any, k: int = k) -> list[str]:
                     t = self.target(obs, info)
@@ -329,7 +342,6 @@ class _Run:
                     script = list(vs[k]) if k < len(vs) else [""]
                     if t.kind == "shell" and strategy.done:
                         script.append("<done/>")
-                    box["script"] = script
                     return script
 
                 played = self.play(plan, seed)
@@ -347,10 +359,12 @@ class _Run:
     def explained(self, played: _Played, seed: int) -> bool:
         """Whether one single answer of the replies (first or last tag, first or last item) earns
         as much: then the env read one answer, and the payment is that answer's, not the spray's."""
-        fmt = self.target(*self.env.reset(seed=seed)).answer_format
-        readings = [single_readings(a, fmt) for a in played.actions]
+        fmt = self.seed_target(seed).answer_format
+        readings = [[r for r in single_readings(a, fmt) if r != a] for a in played.actions]
         for k in range(max((len(r) for r in readings), default=0)):
             script = [r[min(k, len(r) - 1)] if r else a for r, a in zip(readings, played.actions)]
+            if script == played.actions:
+                continue
             alone = self.play(script, seed)
             if alone.reward >= played.reward - EPS and (alone.success or not played.success):
                 return True
@@ -472,12 +486,13 @@ def _leak(t: Target, obs: str, info: Any) -> Optional[str]:
                 vals = info[key] if isinstance(info[key], (list, tuple)) else [info[key]]
                 if any(str(v).strip() in golds for v in vals):
                     return f"info[{key!r}] holds the gold answer"
-    options = {o.lower() for o in t.options()}
     for gold in golds:
-        if len(gold) < 4 or gold.lower() in options or re.fullmatch(r"-?\d+(\.\d+)?", gold) and len(gold) < 6:
-            continue  # too short to tell a leak from a coincidence
-        if re.search(r"(?<![\w])" + re.escape(gold) + r"(?![\w])", obs):
-            return f"the observation contains the gold answer {gold[:60]!r}"
+        # The observation names the answer: a label (answer, solution, ...) just before the gold. A
+        # gold answer that merely appears (an option, a name in the text, the input itself) is not
+        # a leak: many tasks ask to pick or copy from what they show.
+        label = r"(?:answer|solution|gold|expected|correct|result)\W{1,12}(?:is\W{1,4})?"
+        if re.search(label + re.escape(gold) + r"(?![\w])", obs, re.IGNORECASE):
+            return f"the observation names the gold answer {gold[:60]!r}"
     return None
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from fractions import Fraction
 from typing import Any, Optional
 
@@ -180,17 +181,36 @@ def _words(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(_LATEX_CMD.sub(" ", _UNIT_TEXT.sub(" ", text)))}
 
 
+def hedged(pred: str, gold: str) -> bool:
+    """Whether ``pred`` joins alternatives by a connective that ``gold`` does not use
+    (``41 \\lor 42``, ``42 \\text{ or } 43``, ``a and b``, ``\\pm 42``, ``41; 42``)."""
+    if not _CONNECTIVE.search(pred):
+        return False
+    return bool(_connectives(pred) - _connectives(gold))  # more of some connective than the gold has
+
+
+def _connectives(text: str) -> "Counter[str]":
+    """The connectives of ``text``, counted by word (``\\text{ or }`` and ``or`` are the same)."""
+    return Counter(re.sub(r"[^a-z;]", "", m.group(0).lower().replace("text", "").replace("mathrm", "")
+                          .replace("textrm", "").replace("mbox", "")) for m in _CONNECTIVE.finditer(text))
+
+
 def not_a_final_answer(pred: str, gold: str) -> Optional[str]:
     """Why ``pred`` cannot be paid as an answer to ``gold`` whatever its value, or ``None``.
 
     A grader that evaluates answers pays hedges and restated problems unless they are refused
     first: alternatives joined by a connective the gold answer does not use (``41 \\lor 42``,
-    ``42 \\text{ or } 43``, ``\\pm 42``), an unevaluated expression where the gold answer is a
+    ``42 \\text{ or } 43``, ``\\pm 42``), equations between values (``41 = 42``: math-verify
+    reads the right side) where the gold answer has none, an unevaluated expression where the gold answer is a
     number (``17 - 14 - 9 \\times 9``: the question echoed back), and prose (two or more words the
     gold answer does not have: ``Compute ...``).
     """
-    if _CONNECTIVE.search(pred) and not _CONNECTIVE.search(gold):
+    if hedged(pred, gold):
         return "alternatives joined by a connective"
+    if pred.count("=") > gold.count("="):
+        lhs = pred.split("=", 1)[0].strip()
+        if pred.count("=") > 1 or not re.fullmatch(r"[A-Za-z](?:_\{?\w+\}?)?", lhs):
+            return "an equation between values (41 = 42), not a value"
     if parse_number(gold) is not None and parse_number(pred) is None:
         s = normalize_string(_UNIT_TEXT.sub("", pred))
         if _BINARY_OP.search(s) and not _SCIENTIFIC.fullmatch(s):

@@ -76,12 +76,12 @@ class GoldInInfoEnv(ArithmeticEnv):
 
 
 class GoldInObservationEnv(ArithmeticEnv):
-    """Hole: the observation shows the answer (a long one, so it cannot be a coincidence)."""
+    """Hole: the observation names the answer."""
 
     def __init__(self) -> None:
         super().__init__()
         self.answer = "1234567"
-        self.question = "Reference: 1234567. What is 1111111 + 123456? Put the final answer in \\boxed{}."
+        self.question = "What is 1111111 + 123456 (answer: 1234567)? Put the final answer in \\boxed{}."
 
 
 class UnseededEnv(ArithmeticEnv):

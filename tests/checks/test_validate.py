@@ -32,8 +32,8 @@ def found(report: Report) -> set[str]:
     [
         (planted.ArithmeticEnv, set()),
         (planted.HedgePaysEnv, {"hedge"}),
-        # the empty box, and the echoed question put in a box (it ends with an empty \boxed{})
-        (planted.EmptyBoxPaysEnv, {"degenerate", "echo"}),
+        # (the echoed question ends with an empty \boxed{}: that single answer explains its payment)
+        (planted.EmptyBoxPaysEnv, {"degenerate"}),
         (planted.EchoPaysEnv, {"echo"}),
         (planted.GoldInInfoEnv, {"gold-leak"}),
         (planted.GoldInObservationEnv, {"gold-leak"}),

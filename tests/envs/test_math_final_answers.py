@@ -24,6 +24,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
         ("78 \\text{ or } -78", "-78"),
         ("41 or 42", "42"),
         ("41; 42", "42"),
+        ("41 = 42", "42"),
+        ("x = 41 = 42", "42"),
         ("17 - 14 - 9 \\times 9", "-78"),
         ("Compute $17 - 14 - 9 \\times 9$.", "-78"),
         ("6 \\cdot 7", "42"),
