@@ -42,6 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", type=int, nargs="+", default=None, metavar="SEED", help="the seeds to play")
     p.add_argument("--jobs", type=int, default=None, help="envs validated at once (default: the CPU count, at most 4)")
     p.add_argument("--json", action="store_true", help="print every report as one JSON document")
+    p.add_argument("--out", default=None, metavar="FILE", help="also write every report as one JSON document to FILE")
     p.add_argument("--wrappers", default=None, help="WRAPPER_FACTORY names to wrap each env with, e.g. python_tool")
     p.add_argument("--kwarg", action="append", default=[], metavar="KEY=VALUE", help="env kwargs (JSON values)")
     p.set_defaults(func=cmd_validate)
@@ -83,6 +84,9 @@ def resolve_targets(targets: Sequence[str], added: Sequence[str]) -> list[str]:
 
 
 def _import_all(modules: Sequence[str]) -> None:
+    """Import the user's modules (the current directory first on the path, as ``python -m`` does)."""
+    if modules and os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
     for name in modules:
         importlib.import_module(name)
 
@@ -179,8 +183,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     reports = run_ids(ids, options, args.imports, jobs, on_report=show)
     seconds = time.perf_counter() - start
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(reports_json(reports, seconds))
     if args.json:
-        print(reports_json(reports))
+        print(reports_json(reports, seconds))
     else:
         print(totals(reports, seconds))
     return 0 if all(r.ok for r in reports) else 1

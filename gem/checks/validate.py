@@ -486,7 +486,10 @@ def _leak(t: Target, obs: str, info: Any) -> Optional[str]:
                 vals = info[key] if isinstance(info[key], (list, tuple)) else [info[key]]
                 if any(str(v).strip() in golds for v in vals):
                     return f"info[{key!r}] holds the gold answer"
+    options = {o.lower() for o in t.options()}
     for gold in golds:
+        if gold.lower() in options:
+            continue  # one of the choices the task offers (True, False, Unknown; A-D)
         # The observation names the answer: a label (answer, solution, ...) just before the gold. A
         # gold answer that merely appears (an option, a name in the text, the input itself) is not
         # a leak: many tasks ask to pick or copy from what they show.
@@ -559,7 +562,7 @@ def _check_names(strategies: Optional[Iterable[str]]) -> tuple[str, ...]:
     return names
 
 
-def reports_json(reports: Sequence[Report]) -> str:
+def reports_json(reports: Sequence[Report], seconds: Optional[float] = None) -> str:
     """Reports as one JSON document (``gem validate --json``)."""
     return json.dumps({"ok": all(r.ok for r in reports), "findings": sum(len(r.findings) for r in reports),
-                       "envs": [r.to_dict() for r in reports]}, indent=1)
+                       "seconds": seconds, "envs": [r.to_dict() for r in reports]}, indent=1)
