@@ -225,30 +225,30 @@ class _Run:
         self.names = names
         self.fixed_seeds = seeds
         self._targets: dict[tuple, Target] = {}
-        self._first: dict[int, tuple[str, list[str]]] = {}
+        self._first: dict[int, tuple[str, list[str], bool]] = {}
 
     # ---------------------------------------------------------------- targets
     def target(self, observation: str, info: Optional[dict[str, Any]] = None) -> Target:
         """What an attacker knows after a reset that showed ``observation`` (cached per observation:
         the same seed shows the same one, and sampling an action can cost as much as a reset)."""
-        return self._target(observation, gold_answers(self.env))
+        return self._target(observation, gold_answers(self.env), _has_tools(info))
 
     def seed_target(self, seed: int) -> Target:
         """The target of ``seed``'s first observation (one reset per seed)."""
         if seed not in self._first:
-            obs, _ = self.env.reset(seed=seed)
-            self._first[seed] = (obs, gold_answers(self.env))
+            obs, info = self.env.reset(seed=seed)
+            self._first[seed] = (obs, gold_answers(self.env), _has_tools(info))
         return self._target(*self._first[seed])
 
-    def _target(self, observation: str, gold: list[str]) -> Target:
-        key = (observation, tuple(gold))
+    def _target(self, observation: str, gold: list[str], tools: bool = False) -> Target:
+        key = (observation, tuple(gold), tools)
         if key not in self._targets:
             if len(self._targets) > 256:
                 self._targets.clear()
-            self._targets[key] = self._make_target(observation, gold)
+            self._targets[key] = self._make_target(observation, gold, tools)
         return self._targets[key]
 
-    def _make_target(self, observation: str, gold: list[str]) -> Target:
+    def _make_target(self, observation: str, gold: list[str], tools: bool = False) -> Target:
         env = self.env
         sample = ""
         try:
@@ -258,7 +258,7 @@ class _Run:
         fmt = answer_format(observation, sample)
         kind = env_kind(env, observation, sample, gold)
         python_tag = ("<python>", "</python>") if "<python>" in observation and kind != "code" else None
-        return Target(kind, observation, fmt, gold, wrong_values(gold, sample, fmt), python_tag)
+        return Target(kind, observation, fmt, gold, wrong_values(gold, sample, fmt), python_tag, sample, tools)
 
     def play(self, plan: Any, seed: int, max_turns: Optional[int] = None) -> _Played:
         self.report.episodes += 1
@@ -473,6 +473,10 @@ class _Run:
                     if leak:
                         self.find("gold-leak", "control", played, f"{leak} before the end (seed {seed})", seed=seed)
                         return
+
+
+def _has_tools(info: Any) -> bool:
+    return isinstance(info, dict) and bool(info.get("tools"))
 
 
 def _leak(t: Target, obs: str, info: Any) -> Optional[str]:
