@@ -21,9 +21,11 @@ and so on. ``reset(seed=s)`` draws one of the ``size`` items from the env's gene
 
 from __future__ import annotations
 
+import copy
 import random
 import re
 import threading
+from collections import OrderedDict
 from typing import Any, Optional
 
 import reasoning_gym
@@ -85,6 +87,7 @@ COMPOSITE_DEFAULT = ("basic_arithmetic", "chain_sum", "leg_counting", "word_sort
 _datasets: dict[tuple, Any] = {}
 _lock = threading.Lock()
 _item_lock = threading.Lock()
+_ITEM_CACHE_SIZE = 8  # items kept per env
 
 
 def _dataset(name: str, size: int, seed: int, config: dict[str, Any]) -> Any:
@@ -230,13 +233,24 @@ class ReasoningGymEnv(SingleTurnEnv):
         import numpy as np
 
         ds = self._pass_ds[1] if self._from_pass else self._ds
+        # The last few items are kept (a copy is handed out): a group of episodes on one seed, as
+        # RL groups and validators play, builds its item once (some tasks take a second per item).
+        key = (id(ds), idx)
+        cache = self.__dict__.setdefault("_item_cache", OrderedDict())
+        if key in cache:
+            cache.move_to_end(key)
+            return copy.deepcopy(cache[key][1])
         with _item_lock:
             py_state, np_state = random.getstate(), np.random.get_state()
             try:
-                return ds[idx]
+                item = ds[idx]
             finally:
                 random.setstate(py_state)
                 np.random.set_state(np_state)
+        cache[key] = (ds, copy.deepcopy(item))  # the dataset is held so that its id stays its own
+        while len(cache) > _ITEM_CACHE_SIZE:
+            cache.popitem(last=False)
+        return item
 
     def _question(self, item: dict[str, Any]) -> str:
         return str(item["question"])

@@ -50,3 +50,19 @@ def test_an_expression_puzzle_pays_only_for_its_own_numbers():
     assert _pay(env, 0, str(env.unwrapped.answer)) == 1.0
     assert _pay(env, 0, "4*2*4 - 8") == 0.0  # 24, but not from this puzzle's numbers
     assert sorted(item["metadata"]["numbers"]) != [2, 4, 4, 8]
+
+
+def test_a_seed_played_again_reuses_its_item_and_hands_out_copies():
+    import time
+
+    env = gem.make("rg:zebra_puzzles")  # about a second to build an item
+    t0 = time.perf_counter()
+    first = env.reset(seed=3)
+    built = time.perf_counter() - t0
+    env.unwrapped.item["answer"] = "tampered"
+    t0 = time.perf_counter()
+    again = env.reset(seed=3)
+    reused = time.perf_counter() - t0
+    assert again == first and env.unwrapped.item["answer"] != "tampered"
+    assert reused < built / 3, (built, reused)
+    assert env.reset(seed=4)[0] != first[0]
