@@ -149,3 +149,36 @@ def test_cli_exit_codes_and_import():
         out = _gem(*bad)
         assert out.returncode == 2, (bad, out.stdout, out.stderr)
         assert "gem validate:" in out.stderr
+
+
+def test_single_readings_are_the_first_and_last_answers_nested_ones_included():
+    from gem.checks.strategies import single_readings
+
+    box = ("\\boxed{", "}")
+    assert single_readings("\\boxed{1} \\boxed{50} \\boxed{25}", box) == ["\\boxed{1}", "\\boxed{25}"]
+    assert single_readings("\\boxed{\\frac{1}{2}, 3}", box) == ["\\boxed{\\frac{1}{2}, 3}", "\\boxed{\\frac{1}{2}}", "\\boxed{3}"]
+    assert single_readings("\\boxed{Q \\boxed{}.}", box) == ["\\boxed{Q \\boxed{}.}", "\\boxed{}"]
+    assert single_readings("\\boxed{42", box) == []  # never closed: no answer
+    assert single_readings("<answer>a</answer> <answer>b c</answer>", ("<answer>", "</answer>")) == [
+        "<answer>a</answer>", "<answer>b c</answer>", "<answer>b</answer>", "<answer>c</answer>"]
+
+
+def test_hedges_mix_the_gold_with_wrong_values_and_never_end_on_the_gold():
+    from gem.checks.strategies import Target, _hedges
+
+    t = Target("answer", "What is 6 * 7?", ("\\boxed{", "}"), ["42"], ["43", "41"])
+    replies = [v[0] for v in _hedges(t)]
+    assert len(replies) >= 20
+    assert all("42" in r or "32" in r for r in replies)  # the gold, or a range around it (32 to 52)
+    env = planted.ArithmeticEnv()
+    for reply in replies:  # a clean grader pays none of them
+        env.reset(seed=0)
+        assert env.step(reply)[1] == 0.0, reply
+
+
+def test_thorough_mode_plays_more_seeds_and_longer_episodes():
+    from gem.checks.validate import MODES
+
+    report = validate(planted.ArithmeticEnv(), thorough=True)
+    assert report.seeds == list(range(MODES["thorough"]["seeds"])) and len(report.seeds) > MODES["default"]["seeds"]
+    assert report.ok
