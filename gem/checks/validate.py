@@ -305,19 +305,14 @@ class _Run:
     def floor(self, seed: int) -> tuple[float, float, float, str]:
         """``(floor, noop, baseline, what the baseline is)`` on ``seed``."""
         noop = self.play(self._noop_plan, seed)
-        target_box: dict[str, Target] = {}
-
-        def wrong_plan(obs: str, info: Any) -> list[str]:
-            t = target_box["t"] = self.target(obs, info)
-            if t.kind == "answer" and t.wrong:
-                return [t.box(t.wrong[0])]
-            return []
-
-        base = self.play(wrong_plan, seed)
-        what = "a well-formed wrong answer"
-        if not target_box["t"].kind == "answer" or not target_box["t"].wrong:
-            what = "random play" if _implements(self.env, "sample_random_action") else "doing nothing"
-            base = self._random(seed) if what == "random play" else noop
+        t = self.seed_target(seed)
+        if t.kind == "answer" and t.wrong:
+            what = "a well-formed wrong answer"
+            base = self.play(lambda o, i: [self.target(o, i).box(self.target(o, i).wrong[0])], seed)
+        elif _implements(self.env, "sample_random_action"):
+            what, base = "random play", self._random(seed)
+        else:
+            what, base = "doing nothing", noop
         return max(noop.reward, base.reward), noop.reward, base.reward, what
 
     def _noop_plan(self, obs: str, info: Any) -> list[str]:
@@ -333,7 +328,6 @@ class _Run:
         if strategy.group == "timeout" and self.mode is MODES["default"]:
             seeds = seeds[:1]  # each variant waits for a limit: one seed in the default mode
         for seed in seeds:
-
             count = len(strategy.variants(self.seed_target(seed)))  # the variants depend on the observation
             for k in range(count):
                 def plan(obs: str, info: Any, k: int = k) -> list[str]:
