@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as futures
+import contextlib
 import importlib
 import multiprocessing
 import os
@@ -100,7 +101,8 @@ def _validate_one(env_id: str, options: dict[str, Any], imports: Sequence[str]) 
     _import_all(imports)
     start = time.perf_counter()
     try:
-        return validate(env_id, **options)
+        with contextlib.redirect_stdout(sys.stderr):  # libraries that print keep the report (--json) clean
+            return validate(env_id, **options)
     except DependencyNotInstalled as exc:
         return Report(env_id, skipped=str(exc))
     except Exception as exc:  # noqa: BLE001 -- the env failed: reported as an error of that id

@@ -354,6 +354,8 @@ class _Run:
         """Whether one single answer of the replies (first or last tag, first or last item) earns
         as much: then the env read one answer, and the payment is that answer's, not the spray's."""
         fmt = self.seed_target(seed).answer_format
+        if all(single_readings(a, fmt) == [a] for a in played.actions):
+            return True  # each reply is one plain answer: a blind guess that was right, not a spray
         readings = [[r for r in single_readings(a, fmt) if r != a] for a in played.actions]
         for k in range(max((len(r) for r in readings), default=0)):
             script = [r[min(k, len(r) - 1)] if r else a for r, a in zip(readings, played.actions)]

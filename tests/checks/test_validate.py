@@ -182,3 +182,16 @@ def test_thorough_mode_plays_more_seeds_and_longer_episodes():
     report = validate(planted.ArithmeticEnv(), thorough=True)
     assert report.seeds == list(range(MODES["thorough"]["seeds"])) and len(report.seeds) > MODES["default"]["seeds"]
     assert report.ok
+
+
+def test_a_blind_guess_that_is_right_is_no_finding():
+    class OneNumber(planted.ArithmeticEnv):
+        """The only number the question shows is the answer: a spray of it is one right guess."""
+
+        def __init__(self):
+            super().__init__()
+            self.answer = "2"
+            self.question = "How many legs does a bird have (at most 2 words)? Put the answer in \\boxed{}."
+
+    report = validate(OneNumber(), strategies=["spray", "echo"])
+    assert report.ok, report.summary()
