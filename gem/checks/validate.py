@@ -339,6 +339,12 @@ class _Run:
                     return script
 
                 played = self.play(plan, seed)
+                error = played.episode.error
+                if error is not None and error.get("stage") == "env":
+                    # bad input must never crash an env: a contract failure, reported once per strategy
+                    self.report.errors.append(f"{strategy.name}: the env raised {error.get('type')}: "
+                                              f"{str(error.get('message'))[:200]} (variant {k + 1}/{count}, seed {seed})")
+                    return
                 floor = floors[seed][0]
                 if (played.success or played.reward > floor + EPS) and strategy.blind and self.explained(played, seed):
                     continue

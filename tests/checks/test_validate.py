@@ -195,3 +195,15 @@ def test_a_blind_guess_that_is_right_is_no_finding():
 
     report = validate(OneNumber(), strategies=["spray", "echo"])
     assert report.ok, report.summary()
+
+
+def test_an_env_that_raises_on_bad_input_is_reported_as_an_error():
+    class Fragile(planted.ArithmeticEnv):
+        def grade(self, action):
+            if len(action) > 100_000:
+                raise MemoryError("reply too long")
+            return super().grade(action)
+
+    report = validate(Fragile(), strategies=["degenerate", "hedge"])
+    assert not report.ok and not report.findings
+    assert len(report.errors) == 1 and report.errors[0].startswith("degenerate: the env raised MemoryError")
