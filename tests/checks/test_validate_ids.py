@@ -66,6 +66,7 @@ def test_offline_ids_leave_out_the_hub_backed_ones():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # about 10 minutes on 2 cores (docs/validate.md)
 def test_every_offline_id_has_no_finding_but_the_known_open_ones():
     reports = run_ids(offline_ids(), {}, [], jobs=2)
     unexpected = {r.env_id: sorted({f.strategy for f in r.findings} - KNOWN_OPEN.get(r.env_id, set()))
