@@ -340,8 +340,9 @@ class _Run:
 
                 played = self.play(plan, seed)
                 error = played.episode.error
-                if error is not None and error.get("stage") == "env":
+                if error is not None and error.get("stage") == "env" and error.get("type") != "InfrastructureError":
                     # bad input must never crash an env: a contract failure, reported once per strategy
+                    # (an infrastructure failure raised under GEM_STRICT_INFRA=1 is ungraded: failed)
                     self.report.errors.append(f"{strategy.name}: the env raised {error.get('type')}: "
                                               f"{str(error.get('message'))[:200]} (variant {k + 1}/{count}, seed {seed})")
                     return

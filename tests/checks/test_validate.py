@@ -207,3 +207,16 @@ def test_an_env_that_raises_on_bad_input_is_reported_as_an_error():
     report = validate(Fragile(), strategies=["degenerate", "hedge"])
     assert not report.ok and not report.findings
     assert len(report.errors) == 1 and report.errors[0].startswith("degenerate: the env raised MemoryError")
+
+
+def test_grading_that_fails_counts_as_failed_not_as_a_crash(monkeypatch):
+    from gem.errors import InfrastructureError
+
+    class Flaky(planted.ArithmeticEnv):
+        def grade(self, action):
+            if len(action) > 100_000:  # the grader cannot finish a 1 MB reply (as under GEM_STRICT_INFRA=1)
+                raise InfrastructureError("grader: timeout")
+            return super().grade(action)
+
+    report = validate(Flaky(), strategies=["degenerate"])
+    assert report.ok and not report.errors, report.summary()
