@@ -22,6 +22,16 @@ from gem.version import __version__
 
 import gem.envs  # noqa: E402,F401  (registers the built-in ids)
 
+
+
+def __getattr__(name: str):  # gem.validate loads the prober only when asked for (import gem stays light)
+    if name == "validate":
+        from gem.checks import validate
+
+        return validate
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # Silent unless the application configures logging (the CLI does).
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
@@ -38,4 +48,5 @@ __all__ = [
     "register",
     "registry",
     "spec",
+    "validate",
 ]

@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, str] = {
     "plot": "gem.eval.cli:add_plot_parser",
     "view": "gem.eval.cli:add_view_parser",
     "export": "gem.interop.cli:add_parser",
+    "validate": "gem.checks.cli:add_parser",
 }
 
 # The agents gem run can use (gem.agents.AGENTS, the one table, without the person of gem play).

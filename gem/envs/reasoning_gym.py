@@ -21,15 +21,64 @@ and so on. ``reset(seed=s)`` draws one of the ``size`` items from the env's gene
 
 from __future__ import annotations
 
+import copy
 import random
+import re
 import threading
+from collections import OrderedDict
 from typing import Any, Optional
 
 import reasoning_gym
 
 from gem.envs._math_qa_base import SingleTurnEnv
 from gem.errors import report_infra_failure
+from gem.utils.math_answers import hedged
 from gem.utils.parsing import extract_last_boxed_answer
+
+
+# Tasks whose answer is an arithmetic expression over the item's numbers (metadata "numbers"):
+# "all" uses each exactly once, "subset" each at most once. Their scorers check the value only.
+_EXPRESSION_TASKS = {"puzzle24": "all", "countdown": "subset"}
+# Answers no task's gold can be: a scorer that pays one of them pays anything.
+_PROBES = ("gem: not an answer", "0", "[]", "True", "False")
+
+
+def _same(a: str, b: str) -> bool:
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+def _refuse(name: str, answer: str, item: dict[str, Any]) -> Optional[str]:
+    """Why ``answer`` is not paid whatever the scorer says, or ``None``.
+
+    Hedges: alternatives joined by a connective the gold answer does not use (``a \\text{ or } b``,
+    ``a and b``: several scorers read one side). Expression puzzles: numbers other than the item's.
+    """
+    from collections import Counter
+
+    gold = item.get("answer")
+    if gold is not None and str(gold).strip() and hedged(answer, str(gold)):
+        return "alternatives joined by a connective"
+    rule = _EXPRESSION_TASKS.get(name)
+    numbers = (item.get("metadata") or {}).get("numbers")
+    if rule and isinstance(numbers, list):
+        used, given = Counter(int(x) for x in re.findall(r"\d+", answer)), Counter(int(x) for x in numbers)
+        if (used != given) if rule == "all" else bool(used - given):
+            return "an expression over numbers other than the puzzle's"
+    return None
+
+
+def _pays_anything(ds: Any, item: dict[str, Any]) -> bool:
+    """Whether the scorer pays an answer no gold answer can be (asked only once an answer is paid)."""
+    gold = str(item.get("answer", ""))
+    for probe in _PROBES:
+        if _same(probe, gold):
+            continue
+        try:
+            if float(ds.score_answer(answer=probe, entry=item)) >= 1.0:
+                return True
+        except Exception:  # noqa: BLE001 -- a probe the scorer cannot read is not paid
+            continue
+    return False
 
 
 # rg:composite needs a mix of datasets; without config=... it mixes these, equally weighted.
@@ -38,6 +87,7 @@ COMPOSITE_DEFAULT = ("basic_arithmetic", "chain_sum", "leg_counting", "word_sort
 _datasets: dict[tuple, Any] = {}
 _lock = threading.Lock()
 _item_lock = threading.Lock()
+_ITEM_CACHE_SIZE = 8  # items kept per env
 
 
 def _dataset(name: str, size: int, seed: int, config: dict[str, Any]) -> Any:
@@ -183,13 +233,24 @@ class ReasoningGymEnv(SingleTurnEnv):
         import numpy as np
 
         ds = self._pass_ds[1] if self._from_pass else self._ds
+        # The last few items are kept (a copy is handed out): a group of episodes on one seed, as
+        # RL groups and validators play, builds its item once (some tasks take a second per item).
+        key = (id(ds), idx)
+        cache = self.__dict__.setdefault("_item_cache", OrderedDict())
+        if key in cache:
+            cache.move_to_end(key)
+            return copy.deepcopy(cache[key][1])
         with _item_lock:
             py_state, np_state = random.getstate(), np.random.get_state()
             try:
-                return ds[idx]
+                item = ds[idx]
             finally:
                 random.setstate(py_state)
                 np.random.set_state(np_state)
+        cache[key] = (ds, copy.deepcopy(item))  # the dataset is held so that its id stays its own
+        while len(cache) > _ITEM_CACHE_SIZE:
+            cache.popitem(last=False)
+        return item
 
     def _question(self, item: dict[str, Any]) -> str:
         return str(item["question"])
@@ -202,8 +263,15 @@ class ReasoningGymEnv(SingleTurnEnv):
 
     def _score(self, answer: str) -> tuple[float, Optional[bool], dict[str, Any]]:
         ds = self._pass_ds[1] if self._from_pass else self._ds
+        refused = _refuse(self.name, answer, self.item)
+        if refused is not None:
+            return self.fail_reward, False, {"score": 0.0, "refused": refused}
         try:
             score = float(ds.score_answer(answer=answer, entry=self.item))
+            if score >= 1.0 and _pays_anything(ds, self.item):
+                # the task's scorer pays any answer: only the gold answer itself is paid
+                gold = self.item.get("answer")
+                score = 1.0 if gold is not None and _same(answer, str(gold)) else 0.0
         except Exception as exc:  # the scorer's failure, not a wrong answer: reported, not graded
             reason = f"{type(exc).__name__}: {exc}"
             extra = {"score": None, "grading": "error", "grading_error": {"component": "rg:scorer", "reason": reason}}

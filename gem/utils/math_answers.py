@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from fractions import Fraction
 from typing import Any, Optional
 
@@ -163,18 +164,77 @@ def braces_balanced(text: str) -> bool:
     return depth == 0
 
 
+# Words that join alternatives (a hedge: "41 or 42", "41 \\lor 42", "\\pm 42"); an answer may use
+# one only where the gold answer does.
+_CONNECTIVE = re.compile(
+    r"\\(?:lor|vee|land|wedge|pm|mp)(?![A-Za-z])|\\(?:text|mathrm|textrm|mbox)\s*\{\s*(?:or|and)\s*\}"
+    r"|(?<![A-Za-z])(?:or|and)(?![A-Za-z])|;"
+)
+# A binary operator after an operand: the answer is an expression still to be evaluated.
+_BINARY_OP = re.compile(r"(?<=[\w)}\]])(?:[-+*/]|\\times|\\cdot|\\div|\\ast)")
+_SCIENTIFIC = re.compile(r"[+-]?\d+(?:\.\d+)?(?:\\times|\\cdot)10\^(?:\{[+-]?\d+\}|[+-]?\d)")
+_LATEX_CMD = re.compile(r"\\[A-Za-z]+")
+_WORD = re.compile(r"[A-Za-z]{3,}")
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(_LATEX_CMD.sub(" ", _UNIT_TEXT.sub(" ", text)))}
+
+
+def hedged(pred: str, gold: str) -> bool:
+    """Whether ``pred`` joins alternatives by a connective that ``gold`` does not use
+    (``41 \\lor 42``, ``42 \\text{ or } 43``, ``a and b``, ``\\pm 42``, ``41; 42``)."""
+    if not _CONNECTIVE.search(pred):
+        return False
+    return bool(_connectives(pred) - _connectives(gold))  # more of some connective than the gold has
+
+
+def _connectives(text: str) -> "Counter[str]":
+    """The connectives of ``text``, counted by word (``\\text{ or }`` and ``or`` are the same)."""
+    return Counter(re.sub(r"[^a-z;]", "", m.group(0).lower().replace("text", "").replace("mathrm", "")
+                          .replace("textrm", "").replace("mbox", "")) for m in _CONNECTIVE.finditer(text))
+
+
+def not_a_final_answer(pred: str, gold: str) -> Optional[str]:
+    """Why ``pred`` cannot be paid as an answer to ``gold`` whatever its value, or ``None``.
+
+    A grader that evaluates answers pays hedges and restated problems unless they are refused
+    first: alternatives joined by a connective the gold answer does not use (``41 \\lor 42``,
+    ``42 \\text{ or } 43``, ``\\pm 42``), equations between values (``41 = 42``: math-verify
+    reads the right side) where the gold answer has none, an unevaluated expression where the gold answer is a
+    number (``17 - 14 - 9 \\times 9``: the question echoed back), and prose (two or more words the
+    gold answer does not have: ``Compute ...``).
+    """
+    if hedged(pred, gold):
+        return "alternatives joined by a connective"
+    if pred.count("=") > gold.count("="):
+        lhs = pred.split("=", 1)[0].strip()
+        if pred.count("=") > 1 or not re.fullmatch(r"[A-Za-z](?:_\{?\w+\}?)?", lhs):
+            return "an equation between values (41 = 42), not a value"
+    if parse_number(gold) is not None and parse_number(pred) is None:
+        s = normalize_string(_UNIT_TEXT.sub("", pred))
+        if _BINARY_OP.search(s) and not _SCIENTIFIC.fullmatch(s):
+            return "an expression still to be evaluated"
+    if len(_words(pred) - _words(gold)) >= 2:
+        return "prose, not an answer"
+    return None
+
+
 def fast_verdict(pred: str, gold: str) -> Optional[bool]:
     """``True``/``False`` when the cheap checks decide, ``None`` when math-verify must.
 
     Equal normalized strings, numbers, sets of numbers or intervals/tuples of numbers are correct;
-    different integers (sets, tuples of integers) or brackets are wrong. Other differences (``0.333``
-    vs ``1/3``, ``\\pi`` vs ``3.14``, expressions) are left to math-verify.
+    different integers (sets, tuples of integers) or brackets are wrong, and so is what
+    :func:`not_a_final_answer` refuses (hedges, unevaluated expressions for a number, prose). Other
+    differences (``0.333`` vs ``1/3``, ``\\pi`` vs ``3.14``, expressions) are left to math-verify.
     """
     if pred == gold:
         return True
     a, b = normalize_string(pred), normalize_string(gold)
     if a == b and a:
         return True
+    if not_a_final_answer(pred, gold) is not None:
+        return False
     x, y = answer_shape(pred), answer_shape(gold)
     if x is not None and y is not None and x[0] == y[0]:
         if x == y:

@@ -230,18 +230,20 @@ def test_bad_arguments():
 
 
 # ------------------------------------------------------------ grading that cannot finish
+# Gold answers of the slow cases are symbolic (7x): an unevaluated expression is refused at once
+# when the gold answer is a plain number, before math-verify.
 SLOW = ["(x+y+z)^{60}", "\\sum_{k=1}^{10^{6}} k^{k}", "\\int_0^1 e^{-x^{2}} \\sin(x^{3}) dx"]
 
 
 def test_a_slow_answer_is_reported_ungraded_not_wrong(grader):
-    result = grader.judge("(x+y+z)^{60}", "7", timeout=0.3)
+    result = grader.judge("(x+y+z)^{60}", "7x", timeout=0.3)
     assert (result.status, result.correct, result.component) == ("timeout", None, "math-verify")
     # the worker's CPU budget, or (on a loaded machine) the parent's wall-clock backstop, cut it
     assert re.search(r"0\.3 s of CPU time|s of wall time", result.reason), result.reason
     assert result.info() == {
         "grading": "timeout", "grading_error": {"component": "math-verify", "reason": result.reason},
     }
-    assert not result and grader.grade("(x+y+z)^{60}", "7", timeout=0.3) is False
+    assert not result and grader.grade("(x+y+z)^{60}", "7x", timeout=0.3) is False
     assert grader.judge("\\sqrt{1764}", "42").info() == {"grading": "ok"}
 
 
@@ -254,7 +256,7 @@ def test_a_correct_answer_is_graded_correct_under_load():
         results: dict[int, object] = {}
 
         def run(k: int) -> None:
-            results[k] = g.judge(SLOW[k % len(SLOW)] + " " * k, "7")  # distinct answers: no cache
+            results[k] = g.judge(SLOW[k % len(SLOW)] + " " * k, "7x")  # distinct answers: no cache
 
         threads = [threading.Thread(target=run, args=(k,)) for k in range(16)]
         for t in threads:
@@ -279,7 +281,7 @@ def _judge_behind_a_slow_answer(**grader_kwargs):
     g = MathGrader(workers=1, **grader_kwargs)
     try:
         assert g.warm_up()
-        slow = threading.Thread(target=g.judge, args=("(x+y+z)^{60}", "7"))
+        slow = threading.Thread(target=g.judge, args=("(x+y+z)^{60}", "7x"))
         slow.start()
         time.sleep(0.1)
         result = g.judge("\\sqrt{1764}", "42")
