@@ -71,7 +71,7 @@ def test_list_into_a_closed_pipe_ends_quietly():
 def test_run_refuses_an_agent_that_cannot_play_before_any_work(capsys):
     assert main(["run", "math:Arithmetic", "--agent", "solver", "--episodes", "3"]) == 2
     captured = capsys.readouterr()
-    assert "math:Arithmetic has no solver" in captured.err and "Agents that can: random, openai" in captured.err
+    assert "math:Arithmetic has no solver" in captured.err and "Agents that can: openai, random, gold" in captured.err
     assert "0/3" not in captured.err and captured.out == ""  # no progress bar was started
     assert main(["run", "multi:KuhnPoker-v0", "--quiet"]) == 2
     assert "multi:KuhnPoker-v0-vs-random" in capsys.readouterr().err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import needs_extra
 from tests.docs.doc_blocks import REPO, DirectiveError, all_groups, doc_files, extract, groups, run_group
 
 GROUPS = all_groups()
@@ -14,6 +15,8 @@ PARAMS = [pytest.param(g, id=g.name, marks=[pytest.mark.slow] if g.slow else [])
 
 @pytest.mark.parametrize("group", PARAMS)
 def test_doc_block_runs(group, tmp_path):
+    for extra in group.extras:
+        needs_extra(extra)
     result = run_group(group, tmp_path)
     assert result.returncode == 0, (
         f"{group.name} ({group.lang}) exited with {result.returncode}.\n--- code\n{group.code}"

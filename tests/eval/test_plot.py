@@ -49,6 +49,7 @@ def test_success_label_counts_solved_episodes(tmp_path) -> None:
     records[0]["status"], records[0]["success"] = "error", False  # one episode the infrastructure lost
     records[1]["success"] = False  # one the agent failed
     (out / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    # the label counts solved episodes out of those that ran (it used to be completed/episodes)
-    assert success_notes(out) == {"game:GuessTheNumber-v0-easy": "3/4 solved\n1 error"}
+    # the label counts solved episodes out of every episode: the one the infrastructure lost counts as
+    # not solved (it used to be left out: 3/4), and is named on a second line
+    assert success_notes(out) == {"game:GuessTheNumber-v0-easy": "3/5 solved\n1 not scored"}
     assert len(plot_dir(out)) == 3

@@ -193,7 +193,7 @@ def test_search_without_msgspec_is_an_observation_never_an_exception(monkeypatch
     monkeypatch.setitem(sys.modules, "msgspec", None)  # import msgspec now raises ImportError
     tool = SearchTool(search_url="http://127.0.0.1:9/retrieve", max_retries=0)
     found, error, obs, _ = tool.execute_action("<search>harbor</search>")
-    assert found and error and "gem-llm[search]" in obs and "msgspec" in obs
+    assert found and error and 'pip install -e ".[search]"' in obs and "msgspec" in obs
 
 
 def test_mcp_tool_without_the_sdk_names_the_extra(monkeypatch):
