@@ -53,3 +53,18 @@ def test_success_label_counts_solved_episodes(tmp_path) -> None:
     # not solved (it used to be left out: 3/4), and is named on a second line
     assert success_notes(out) == {"game:GuessTheNumber-v0-easy": "3/5 solved\n1 not scored"}
     assert len(plot_dir(out)) == 3
+
+
+def test_plot_survives_bad_lines_and_names_them(tmp_path, caplog) -> None:
+    from gem.eval.plot import plot_dir
+
+    out = tmp_path / "run"
+    EvalRunner(EvalConfig(env_ids=["game:GuessTheNumber-v0-easy"], out=str(out), agent="solver", episodes=2,
+                          progress=False)).run()
+    path = out / "episodes.jsonl"
+    with path.open("a") as fh:
+        fh.write('[1]\n{"key": "k", "env_id": "e", "status": "ok", "index": 0, "total_reward": "NaN"}\n')
+    caplog.set_level("WARNING")
+    assert len(plot_dir(out)) == 3
+    assert f"{path} line 3: not a JSON object but list" in caplog.text
+    assert f"{path} line 4: field 'total_reward' must be" in caplog.text
