@@ -214,7 +214,7 @@ def format_summary(summary: dict[str, Any], width: int = TABLE_WIDTH) -> str:
     keep = []
     for key, heading in columns:
         values = [s.get(key) for s in envs.values()]
-        if key not in ("episodes", "success_rate") and all(v in (None, 0, 0.0) for v in values):
+        if key not in ("episodes", "success_rate", "mean_reward") and all(v in (None, 0, 0.0) for v in values):
             continue  # nothing to see in the whole run
         if key == "pass@1" and all(s.get("pass@1") == s.get("success_rate") for s in envs.values()):
             continue

@@ -115,7 +115,8 @@ def parse_directives(text: str) -> tuple[str, str, str, tuple[str, ...]]:
     slow and continue, and any ``needs EXTRA[,EXTRA]``; raises DirectiveError."""
     directive = kind = reason = ""
     extras: list[str] = []
-    for part in text.split(";"):
+    # a ";" starts another directive only before a directive's name (reasons may hold ";")
+    for part in re.split(r";\s*(?=(?:skip|slow|continue|needs)\b)", text):
         words = part.split()
         if words and words[0] == "needs":
             names = [e for w in words[1:2] for e in w.split(",") if e]
