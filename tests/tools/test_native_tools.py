@@ -185,7 +185,7 @@ def test_search_tool_without_requests_names_the_extra(monkeypatch):
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "requests" else real(name, *a))
-    with pytest.raises(DependencyNotInstalled, match=r"gem-llm\[search\]"):
+    with pytest.raises(DependencyNotInstalled, match=r"pip install -e \"\.\[search\]\" in the GEM checkout"):
         SearchTool()
 
 
@@ -200,7 +200,7 @@ def test_mcp_tool_without_the_sdk_names_the_extra(monkeypatch):
     from gem.tools.mcp_tool import MCPTool
 
     monkeypatch.setitem(sys.modules, "mcp", None)
-    with pytest.raises(DependencyNotInstalled, match=r"gem-llm\[mcp\]"):
+    with pytest.raises(DependencyNotInstalled, match=r"pip install -e \"\.\[mcp\]\" in the GEM checkout"):
         MCPTool("http://127.0.0.1:9/mcp", validate_on_init=False)
 
 
