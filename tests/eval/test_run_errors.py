@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -122,7 +121,8 @@ def _summary(env_ids: list[str], **values) -> dict:
 def test_the_table_fits_100_columns_and_leaves_out_columns_that_are_zero() -> None:
     quiet = format_summary(_summary([MATH, GAME]))
     assert quiet.split("\n")[0].split() == ["env_id", "episodes", "success", "reward", "turns"]
-    nothing = format_summary(_summary([MATH], success_rate=0.0, mean_reward=0.0, mean_task_reward=0.0))
+    nothing = format_summary(_summary([MATH], success_rate=0.0, mean_reward=0.0, mean_task_reward=0.0,
+                                      **{"pass@1": 0.0}))
     assert nothing.split("\n")[0].split() == ["env_id", "episodes", "success", "reward", "turns"]  # 0 is a score
     busy = _summary(
         ["rg:propositional_logic_with_a_long_name", "game:GuessTheNumber-v0-easy-with-a-long-variant", MATH],
