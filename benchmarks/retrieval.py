@@ -185,7 +185,7 @@ def main() -> None:
                 import faiss  # noqa: F401
                 import sentence_transformers  # noqa: F401
             except ImportError:
-                print("dense skipped: pip install 'gem-llm[search]'")
+                print('dense skipped: pip install -e ".[search]" in the GEM checkout')
             else:
                 if threads:
                     from gem.tools.search_engine.retrievers import set_threads

@@ -11,7 +11,9 @@ the same budget, batch, optimizer and learning rate over several seeds; no per-m
     python examples/rl_experiment.py                 # writes runs/rl_experiment/rl_curves.png, rl_results.{md,json}
     python examples/rl_experiment.py --updates 20 --seeds 1 --out runs/rl-quick   # a quick look
 
-The figures in docs/ are a copy of one such run (copy them there by hand to publish a new run).
+The figures in docs/rl.md are this script's output files, written there by the commands the page
+shows (``--out docs/rl_experiment``); tests/docs/test_rl_figures.py checks that the page's tables
+are the tables of those files, and that each table is :func:`results_table` of its JSON.
 """
 
 from __future__ import annotations
@@ -144,6 +146,21 @@ def smooth(x: Sequence[float], k: int) -> np.ndarray:
     return out
 
 
+def results_table(results: dict[str, list[dict[str, list[float]]]], last: int) -> str:
+    """The Markdown table of final values: per algorithm, the mean over the last ``last`` updates of
+    each seed's return, success rate and turns, as mean ± std over the seeds."""
+    seeds = len(next(iter(results.values()), []))
+    lines = [f"| algorithm | final return (mean ± std over {seeds} seeds) | final success rate | final turns/episode |",
+             "| --- | --- | --- | --- |"]
+    for algo, runs in results.items():
+        fr = [np.mean(c["return"][-last:]) for c in runs]
+        fs = [np.mean(c["success"][-last:]) for c in runs]
+        ft = [np.mean(c["turns"][-last:]) for c in runs]
+        lines.append(f"| {algo} | {np.mean(fr):.3f} ± {np.std(fr):.3f} | {np.mean(fs):.3f} ± {np.std(fs):.3f} | "
+                     f"{np.mean(ft):.2f} ± {np.std(ft):.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Any = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--env", default="game:GuessTheNumber-v0-hard")
@@ -177,7 +194,9 @@ def main(argv: Any = None) -> int:
             fin = np.mean(results[algo][-1]["return"][-args.last:])
             print(f"{algo:9s} seed {seed}: final return {fin:.3f} ({time.perf_counter() - s:.1f}s)", flush=True)
     elapsed = time.perf_counter() - t0
-    (out / "rl_results.json").write_text(json.dumps({"args": vars(args), "results": results}))
+    (out / "rl_results.json").write_text(
+        json.dumps({"args": vars(args), "seconds": round(elapsed, 1), "results": results})
+    )
 
     import matplotlib
 
@@ -203,15 +222,7 @@ def main(argv: Any = None) -> int:
     fig.tight_layout()
     fig.savefig(out / "rl_curves.png", dpi=110)
 
-    lines = [f"| algorithm | final return (mean ± std over {args.seeds} seeds) | final success rate | final turns/episode |",
-             "| --- | --- | --- | --- |"]
-    for algo in algos:
-        fr = [np.mean(c["return"][-args.last:]) for c in results[algo]]
-        fs = [np.mean(c["success"][-args.last:]) for c in results[algo]]
-        ft = [np.mean(c["turns"][-args.last:]) for c in results[algo]]
-        lines.append(f"| {algo} | {np.mean(fr):.3f} ± {np.std(fr):.3f} | {np.mean(fs):.3f} ± {np.std(fs):.3f} | "
-                     f"{np.mean(ft):.2f} ± {np.std(ft):.2f} |")
-    table = "\n".join(lines) + "\n"
+    table = results_table(results, args.last)
     (out / "rl_results.md").write_text(table + f"\n{args.updates} updates x {args.batch} episodes, {elapsed:.0f} s in all.\n")
     print(table)
     print(f"total {elapsed:.0f}s")

@@ -1,6 +1,6 @@
 """Search QA end to end: start a retrieval server, let a scripted agent search and answer, stop the server.
 
-    pip install 'gem-llm[search]'
+    pip install -e ".[search]"    # in the GEM checkout
     python examples/search_qa_demo.py [--episodes 5] [--env qa:FictionalSearch-MultiHop] [--backend dense]
 
 What happens:

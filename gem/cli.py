@@ -1,8 +1,10 @@
 """The ``gem`` command.
 
 ``gem list [FAMILY]`` lists ids; ``gem play ID`` lets a person play in the terminal;
-``gem run ID --agent random|solver|openai --episodes N --seed S [--json]`` plays episodes and prints a
-summary. Other features add subcommands through ``SUBCOMMANDS`` (imported only when used).
+``gem run ID --agent random|solver|gold|openai --episodes N --seed S [--json] [--out DIR]`` plays
+episodes and prints a summary. Other features add subcommands through ``SUBCOMMANDS`` (imported
+only when used). ``gem run`` and ``gem eval`` share their option names (``--max-turns``,
+``--no-progress``, ``--wrappers``, ``--out``; the older ``--max-steps`` and ``--quiet`` still work).
 """
 
 from __future__ import annotations
@@ -27,8 +29,47 @@ SUBCOMMANDS: dict[str, str] = {
     "validate": "gem.checks.cli:add_parser",
 }
 
-# The agents gem run can use (gem.agents.AGENTS, the one table, without the person of gem play).
-AGENTS = ("random", "solver", "openai")
+
+def _agents() -> tuple[str, ...]:
+    """The agents gem run can use: the one table's (gem.agents.AGENTS), without the person of gem play."""
+    from gem.agents.registry import UNATTENDED
+
+    return UNATTENDED
+
+
+def __getattr__(name: str) -> Any:  # AGENTS, read from the table only when asked for (a fast `gem list`)
+    if name == "AGENTS":
+        return _agents()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1 (``--episodes 0`` is an error, not an empty run)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def wrapper_names(text: str) -> str:
+    """An argparse type: comma-separated ``WRAPPER_FACTORY`` names (an unknown one is an error that
+    names the valid ones)."""
+    from gem.wrappers.wrapper_factory import WRAPPER_FACTORY
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in WRAPPER_FACTORY]
+    if unknown:
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], WRAPPER_FACTORY, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise argparse.ArgumentTypeError(
+            f"unknown wrapper {unknown[0]!r}{hint}; choose from: {', '.join(WRAPPER_FACTORY)}"
+        )
+    return ",".join(names)
 
 
 def _parse_kwargs(pairs: Sequence[str]) -> dict[str, Any]:
@@ -83,28 +124,66 @@ def _agent_options(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_run(args: argparse.Namespace) -> int:
     import gem
     from gem.agents import check_agent, make_agent, run_episode
+    from gem.eval.config import EPISODES_FILE, SUMMARY_FILE
     from gem.eval.progress import progress_bar
     from gem.eval.records import episode_record
     from gem.eval.summary import format_summary, summarize_records
 
+    out = None
+    if args.out:
+        from pathlib import Path
+
+        out = Path(args.out)
+        if (out / EPISODES_FILE).exists():
+            raise ValueError(
+                f"{out / EPISODES_FILE} exists; gem run writes a fresh directory (use another --out, or "
+                "gem eval to resume a run)."
+            )
     env = gem.make(args.env_id, **_parse_kwargs(args.kwarg))
     try:
-        check_agent(args.agent, env, names=list(AGENTS))  # before any work: no bar, no episode
+        if args.wrappers:
+            from gem.wrappers.wrapper_factory import get_wrapper_fns
+
+            for wrap in get_wrapper_fns(args.wrappers):
+                env = wrap(env)
+        check_agent(args.agent, env, names=list(_agents()))  # before any work: no bar, no episode
         agent = make_agent(args.agent, env, **_agent_options(args))
         records = []
-        with progress_bar(args.episodes, f"{args.env_id} ({args.agent})", disable=args.json or args.quiet) as advance:
-            for k in range(args.episodes):
-                episode = run_episode(env, agent, seed=args.seed + k, max_steps=args.max_steps)
-                records.append(episode_record(episode, k))
-                advance()
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+        fh = (out / EPISODES_FILE).open("w", encoding="utf-8") if out is not None else None
+        try:
+            with progress_bar(
+                args.episodes, f"{args.env_id} ({args.agent})", disable=args.json or args.no_progress
+            ) as advance:
+                for k in range(args.episodes):
+                    episode = run_episode(env, agent, seed=args.seed + k, max_steps=args.max_turns, record=True)
+                    record = episode_record(
+                        episode, k, messages=getattr(agent, "messages", None), agent=args.agent,
+                        model=getattr(args, "model", None), wrappers=args.wrappers,
+                    )
+                    if fh is not None:
+                        fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+                        fh.flush()
+                    records.append(record)
+                    advance()
+        finally:
+            if fh is not None:
+                fh.close()
     finally:
         env.close()
     summary = {"env_id": args.env_id, **summarize_records(records)}
     summary.pop("rewards")
+    if out is not None:
+        from gem.eval.summary import summarize_dir
+
+        (out / SUMMARY_FILE).write_text(json.dumps(summarize_dir(out), indent=2), encoding="utf-8")
     if args.json:
         print(json.dumps(summary))
     else:
         sys.stdout.write(format_summary({"envs": {args.env_id: summary}}))
+        if out is not None:
+            print(f"episodes: {out / EPISODES_FILE}  summary: {out / SUMMARY_FILE}")
     return 0
 
 
@@ -148,6 +227,9 @@ def cmd_play(args: argparse.Namespace) -> int:
         return 130
     finally:
         env.close()
+    if episode.stopped:
+        write(f"\nQuit; total reward {episode.total_reward:+.3g}.\n")
+        return 0
     write(f"\n{episode.observations[-1]}\n")
     how = "terminated" if episode.terminated else "truncated"
     write(f"Episode over ({how}); total reward {episode.total_reward:+.3g}.\n")
@@ -175,8 +257,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "play",
         help="play an env yourself in the terminal",
-        description="Play an env in the terminal. A move typed without the answer format the env asks "
-        "for (5 where it wants \\boxed{5}) is put in it.",
+        description="Play an env in the terminal. A move typed without the action format the env asks "
+        "for (5 where it wants \\boxed{5}, ls where it wants <bash>ls</bash>) is put in it. Type :help "
+        "for help and :quit to stop; neither is sent to the env.",
     )
     p.add_argument("env_id")
     p.add_argument("--seed", type=int, default=None, help="the episode's seed (None: a fresh one)")
@@ -185,16 +268,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="play episodes with an agent and summarize")
     p.add_argument("env_id")
-    p.add_argument("--agent", choices=AGENTS, default="random", help="who plays")
+    p.add_argument("--agent", choices=_agents(), default="random", help="who plays")
     p.add_argument("--model", default=None, help="model name (for --agent openai)")
     p.add_argument("--base-url", default=None, help="the server's /v1 URL (for --agent openai)")
     p.add_argument("--api-key", default=None, help="the API key (else $OPENAI_API_KEY, else 'EMPTY')")
-    p.add_argument("--episodes", type=int, default=10, help="episodes to play")
+    p.add_argument("--episodes", type=positive_int, default=10, help="episodes to play")
     p.add_argument("--seed", type=int, default=0, help="episode k uses seed S + k")
-    p.add_argument("--max-steps", type=int, default=10_000, help="cut an episode after this many steps")
+    p.add_argument(
+        "--max-turns", "--max-steps", dest="max_turns", type=positive_int, default=10_000,
+        help="cut an episode after this many steps (--max-steps: the older name)",
+    )
+    p.add_argument("--wrappers", type=wrapper_names, default="", help="WRAPPER_FACTORY names (comma-separated)")
     p.add_argument("--kwarg", action="append", default=[], metavar="KEY=VALUE", help="env argument")
+    p.add_argument("--out", default=None, help="also write episodes.jsonl and summary.json here (for gem view/plot)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--no-progress", "--quiet", dest="no_progress", action="store_true",
+        help="no progress bar (--quiet: the older name)",
+    )
     p.set_defaults(func=cmd_run)
 
     for name, target in SUBCOMMANDS.items():

@@ -49,14 +49,24 @@ class DependencyNotInstalled(GemError, ImportError):
     """An optional dependency (a pip extra) that an env or tool needs is missing."""
 
 
+def install_hint(extra: str) -> str:
+    """How to install one of GEM's extras: from GEM's checkout, ``pip install -e ".[EXTRA]"``.
+
+    GEM is installed from its source checkout. The PyPI package named ``gem-llm`` is the original
+    GEM 0.1.0, which has none of these extras: installing ``gem-llm[EXTRA]`` from PyPI would install
+    another project, so no hint says that.
+    """
+    return f'pip install -e ".[{extra}]" in the GEM checkout'
+
+
 def missing_extra(feature: str, extra: str, package: Optional[str] = None) -> DependencyNotInstalled:
     """The one error for a missing optional dependency: it names the feature, package and extra.
 
     ``raise missing_extra("SearchTool", "search", "requests") from exc`` gives
-    ``SearchTool needs requests, from the 'search' extra: pip install 'gem-llm[search]'``.
+    ``SearchTool needs requests, from the 'search' extra: pip install -e ".[search]" in the GEM checkout``.
     """
     needs = f"needs {package}, from" if package else "needs"
-    return DependencyNotInstalled(f"{feature} {needs} the {extra!r} extra: pip install 'gem-llm[{extra}]'")
+    return DependencyNotInstalled(f"{feature} {needs} the {extra!r} extra: {install_hint(extra)}")
 
 
 class InfrastructureError(GemError, RuntimeError):

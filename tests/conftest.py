@@ -12,6 +12,7 @@ from typing import Any, Optional
 import pytest
 
 from gem.core import Env, StepResult, strict_step
+from gem.errors import install_hint
 
 # Infrastructure failures (a grader timeout, a scorer or sandbox that broke) raise in GEM's own
 # tests instead of passing as a wrong answer; tests of the non-strict reporting unset it with
@@ -91,4 +92,4 @@ def extra_installed(extra: str) -> bool:
 def needs_extra(extra: str) -> None:
     """Skip the calling test with "needs the X extra", only when that extra is truly absent."""
     if not extra_installed(extra):
-        pytest.skip(f"needs the {extra} extra (pip install 'gem-llm[{extra}]')", allow_module_level=True)
+        pytest.skip(f"needs the {extra} extra ({install_hint(extra)})", allow_module_level=True)

@@ -71,7 +71,7 @@ def test_list_into_a_closed_pipe_ends_quietly():
 def test_run_refuses_an_agent_that_cannot_play_before_any_work(capsys):
     assert main(["run", "math:Arithmetic", "--agent", "solver", "--episodes", "3"]) == 2
     captured = capsys.readouterr()
-    assert "math:Arithmetic has no solver" in captured.err and "Agents that can: random, openai" in captured.err
+    assert "math:Arithmetic has no solver" in captured.err and "Agents that can: openai, random, gold" in captured.err
     assert "0/3" not in captured.err and captured.out == ""  # no progress bar was started
     assert main(["run", "multi:KuhnPoker-v0", "--quiet"]) == 2
     assert "multi:KuhnPoker-v0-vs-random" in capsys.readouterr().err
@@ -102,3 +102,35 @@ def test_subcommand_help_shows_defaults(capsys):
         with pytest.raises(SystemExit):
             main([sub, "--help"])
         assert default in " ".join(capsys.readouterr().out.split())
+
+
+def _play(env_id: str, lines: list[str], *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "gem.cli", "play", env_id, "--seed", "0", *extra],
+        input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=120,
+    )
+
+
+def test_play_wraps_a_bare_command_in_a_terminal_task():
+    proc = _play("terminal:CountLines", ["wc -l < data.txt > count.txt", "<done/>"])
+    assert proc.returncode == 0, proc.stderr
+    assert "(taken as <bash>wc -l < data.txt > count.txt</bash>)" in proc.stdout
+    assert "Tests passed: 1/1" in proc.stdout and "total reward +1" in proc.stdout
+
+
+def test_play_wraps_a_bare_command_in_a_swe_task():
+    proc = _play("swe:Slugify", ["ls", ":quit"])
+    assert proc.returncode == 0, proc.stderr
+    assert "(taken as <bash>ls</bash>)" in proc.stdout and "[exit code 0]" in proc.stdout
+    assert "format" not in proc.stdout.split("(taken as <bash>ls</bash>)")[1].split(">")[0].lower()
+    assert "Quit; total reward" in proc.stdout
+
+
+def test_play_help_and_quit_are_never_sent_as_moves():
+    proc = _play("game:GuessTheNumber-v0-easy", ["help", ":help", "5", ":quit"], "--kwarg", "max_turns=10")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "(not sent: type :help for help, :quit to stop, or \\boxed{help} to send it as a move)" in out
+    assert ":help  show this help" in out and "MOVE becomes \\boxed{MOVE}" in out
+    assert out.count("[reward ") == 1  # only "5" reached the env: help and :help did not end the game
+    assert "(taken as \\boxed{5})" in out and "Quit; total reward" in out

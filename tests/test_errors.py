@@ -6,7 +6,9 @@ from gem.errors import DependencyNotInstalled, InfrastructureError, missing_extr
 def test_missing_extra_names_feature_package_and_extra():
     err = missing_extra("SearchTool", "search", "requests")
     assert isinstance(err, DependencyNotInstalled) and isinstance(err, ImportError)
-    assert str(err) == "SearchTool needs requests, from the 'search' extra: pip install 'gem-llm[search]'"
+    assert str(err) == (
+        "SearchTool needs requests, from the 'search' extra: pip install -e \".[search]\" in the GEM checkout"
+    )
 
 
 def test_infra_failure_recorded_or_raised(monkeypatch):

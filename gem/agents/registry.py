@@ -30,6 +30,18 @@ def _openai(env: Any, **options: Any) -> Agent:
     return OpenAIAgent(**options)
 
 
+def _gold(env: Any, **_: Any) -> Agent:
+    from gem.agents.gold import GoldAgent
+
+    return GoldAgent(env)
+
+
+def _gold_cannot_play(env: Any) -> Optional[str]:
+    from gem.agents.gold import cannot_play
+
+    return cannot_play(env)
+
+
 def _human(env: Any, **options: Any) -> Agent:
     from gem.agents.simple import HumanAgent
 
@@ -38,12 +50,14 @@ def _human(env: Any, **options: Any) -> Agent:
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """An agent by name: how to build it and the env method it needs (``None``: any text env)."""
+    """An agent by name: how to build it and the env method it needs (``None``: any text env);
+    ``cannot_play(env)``, if given, says why it cannot play an env (``None``: it can)."""
 
     name: str
     factory: Callable[..., Agent]
     description: str
     needs: Optional[str] = None
+    cannot_play: Optional[Callable[[Any], Optional[str]]] = None
 
 
 AGENTS: dict[str, AgentSpec] = {
@@ -52,6 +66,10 @@ AGENTS: dict[str, AgentSpec] = {
         AgentSpec("openai", _openai, "an LLM behind an OpenAI-compatible server (--model, --base-url)"),
         AgentSpec("random", _random, "the env's random actions", needs="sample_random_action"),
         AgentSpec("solver", _solver, "the env's own solver", needs="make_solver"),
+        AgentSpec(
+            "gold", _gold, "reads the answer key (single-turn tasks); for pipeline smoke tests only, never a baseline",
+            cannot_play=_gold_cannot_play,
+        ),
         AgentSpec("human", _human, "a person at the terminal (gem play)"),
     )
 }
@@ -94,6 +112,8 @@ def cannot_drive(name: str, env: Any) -> Optional[str]:
     if needs and not _implements(env, needs):
         what = {"make_solver": "has no solver", "sample_random_action": "has no random actions"}[needs]
         return f"{env.env_id or type(env.unwrapped).__name__} {what}"
+    if AGENTS[name].cannot_play is not None:
+        return AGENTS[name].cannot_play(env)
     return None
 
 

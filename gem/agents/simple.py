@@ -38,31 +38,62 @@ class SolverAgent(Agent):
         return self.solver.act(observation, info)
 
 
-# Answer formats a person may leave out when typing a move: (marker in the instructions, open, close).
-MOVE_FORMATS = (("\\boxed", "\\boxed{", "}"), ("<answer>", "<answer>", "</answer>"))
+# Action formats a person may leave out when typing a move: (marker in the instructions, open, close).
+# The env's instructions name its format; the one named first is used.
+MOVE_FORMATS = (
+    ("\\boxed", "\\boxed{", "}"),
+    ("<answer>", "<answer>", "</answer>"),
+    ("<bash>", "<bash>", "</bash>"),  # terminal and SWE tasks: a bare command is run
+    ("```python", "```python\n", "\n```"),  # code tasks: a bare line is the program
+)
+# What a person types to ask for help or to stop, instead of a move.
+HELP_COMMAND, QUIT_COMMAND = ":help", ":quit"
+# Bare words that look like a request for help or a way out: never sent as a move by mistake.
+HELP_WORDS = ("help", "?", "h")
+QUIT_WORDS = ("quit", "exit", "q")
 
 
 def move_format(instructions: str) -> Optional[tuple[str, str]]:
-    """The ``(open, close)`` of the answer format ``instructions`` ask for, if one is known."""
-    for marker, opening, closing in MOVE_FORMATS:
-        if marker in instructions:
-            return opening, closing
-    return None
+    """The ``(open, close)`` of the action format ``instructions`` ask for (the one they name
+    first), if one is known."""
+    found = [(instructions.find(marker), opening, closing) for marker, opening, closing in MOVE_FORMATS]
+    found = [f for f in found if f[0] >= 0]
+    if not found:
+        return None
+    _, opening, closing = min(found)
+    return opening, closing
 
 
 def complete_move(line: str, fmt: Optional[tuple[str, str]]) -> str:
-    """``line`` in the format ``fmt`` (``5`` -> ``\\boxed{5}``); left alone if already in it."""
+    """``line`` in the format ``fmt`` (``5`` -> ``\\boxed{5}``, ``ls`` -> ``<bash>ls</bash>``); left
+    alone if already in it, or if it is another tag action of a tag format (``<done/>``)."""
     move = line.strip()
-    if fmt is None or not move or fmt[0] in move:
+    if fmt is None or not move or fmt[0].strip() in move:
+        return line
+    if fmt[0].startswith("<") and move.startswith("<"):
         return line
     return f"{fmt[0]}{move}{fmt[1]}"
+
+
+def help_text(fmt: Optional[tuple[str, str]]) -> str:
+    """What ``:help`` shows a person playing in the terminal."""
+    lines = ["Type your move and press Enter."]
+    if fmt is not None:
+        example = f"{fmt[0]}MOVE{fmt[1]}".replace("\n", " ")
+        lines.append(f"A move typed without the env's format is put in it: MOVE becomes {example}.")
+    lines.append(f"{HELP_COMMAND}  show this help (nothing is sent to the env)")
+    lines.append(f"{QUIT_COMMAND}  end the episode now")
+    return "\n".join(lines)
 
 
 class HumanAgent(Agent):
     """A person at the terminal: shows each observation and reads the action from ``read``.
 
-    A move typed without the answer format the env asks for (``1 4 4`` where the instructions
-    say ``\\boxed{}``) is put in it, and ``tell`` (if given) says what was taken.
+    A move typed without the action format the env asks for (``1 4 4`` where the instructions
+    say ``\\boxed{}``, ``ls`` where they say ``<bash>COMMAND</bash>``) is put in it, and ``tell``
+    (if given) says what was taken. ``:help`` shows how to play and ``:quit`` ends the episode
+    (:class:`~gem.rollout.StopEpisode`); neither is sent to the env, nor is a bare ``help`` or
+    ``quit`` (the person is told how to send it as a move).
     """
 
     def __init__(
@@ -79,14 +110,33 @@ class HumanAgent(Agent):
     def reset(self, observation: str, info: Optional[dict[str, Any]] = None) -> None:
         self.format = move_format(user_content(observation, info))
 
+    def _say(self, text: str) -> None:
+        if self.tell is not None:
+            self.tell(text)
+
     def act(self, observation: str, info: Optional[dict[str, Any]] = None) -> str:
+        from gem.rollout import StopEpisode
+
         text = user_content(observation, info)
         if self.format is None:
             self.format = move_format(text)
         if self.show is not None:
             self.show(text)
-        line = self.read("> ")
+        while True:
+            line = self.read("> ")
+            word = line.strip().lower()
+            if word == HELP_COMMAND:
+                self._say(help_text(self.format))
+                continue
+            if word == QUIT_COMMAND:
+                raise StopEpisode("the player quit")
+            if word in HELP_WORDS or word in QUIT_WORDS:
+                as_move = complete_move(line.strip(), self.format)
+                self._say(f"(not sent: type {HELP_COMMAND} for help, {QUIT_COMMAND} to stop, or {as_move} "
+                          "to send it as a move)")
+                continue
+            break
         move = complete_move(line, self.format)
-        if move != line and self.tell is not None:
-            self.tell(f"(taken as {move})")
+        if move != line:
+            self._say(f"(taken as {move})")
         return move

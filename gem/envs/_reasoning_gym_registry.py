@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Optional
 
 from gem.envs.registration import EnvSpec
+from gem.errors import install_hint
 
 PREFIX = "rg:"
 ENTRY_POINT = "gem.envs.reasoning_gym:ReasoningGymEnv"
@@ -118,7 +119,7 @@ def list_ids() -> list[str]:
 
 def missing_note() -> Optional[str]:
     """What ``gem list`` says under the family when reasoning-gym is not installed."""
-    return None if installed() else f"needs the {EXTRA!r} extra: pip install 'gem-llm[{EXTRA}]'"
+    return None if installed() else f"needs the {EXTRA!r} extra: {install_hint(EXTRA)}"
 
 
 def write_tasks_file(path: Path = TASKS_FILE) -> dict[str, str]:

@@ -54,7 +54,7 @@ class EnvSpec:
         kwargs: default constructor arguments; ``make(id, **overrides)`` merges over them.
         family: the part of the id before ``:`` unless given.
         description: one line for ``print_envs``.
-        extra: the pip extra that the env's dependencies come with (``gem-llm[math]``), if any.
+        extra: the pip extra that the env's dependencies come with (``math``: ``pip install -e ".[math]"`` in the GEM checkout), if any.
     """
 
     id: str

@@ -12,11 +12,12 @@ logger = logging.getLogger(__name__)
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``gem eval`` to the ``gem`` command's subparsers."""
+    from gem.cli import positive_int, wrapper_names
     from gem.eval.config import AGENTS, DEFAULT_MAX_TURNS, TOOL_CALLING
 
     p = sub.add_parser(
         "eval",
-        help="score a model on an OpenAI-compatible server or an offline agent (needs gem-llm[eval])",
+        help="score a model on an OpenAI-compatible server or an offline agent (needs the eval extra)",
         description="Score an agent on env ids; exit status 1 when no episode could be scored "
         "(every one failed: request errors, env errors, infrastructure failures, ungraded answers).",
     )
@@ -25,15 +26,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", default=None, help="model name served at --base-url (for --agent openai)")
     p.add_argument("--base-url", default=None, help="the server's /v1 URL, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--api-key", default=None, help="the API key (else $OPENAI_API_KEY, else 'EMPTY')")
-    p.add_argument("--episodes", type=int, default=10, help="problems (seeds) per env")
+    p.add_argument("--episodes", type=positive_int, default=10, help="problems (seeds) per env")
     p.add_argument(
-        "--repeats", type=int, default=1, help="samples per problem: EPISODES x REPEATS episodes, pass@k up to k=REPEATS"
+        "--repeats", type=positive_int, default=1, help="samples per problem: EPISODES x REPEATS episodes, pass@k up to k=REPEATS"
     )
-    p.add_argument("--concurrency", type=int, default=8, help="episodes in flight at once")
-    p.add_argument("--wrappers", default="", help="WRAPPER_FACTORY names, e.g. python_tool (comma-separated)")
+    p.add_argument("--concurrency", type=positive_int, default=8, help="episodes in flight at once")
+    p.add_argument(
+        "--wrappers", type=wrapper_names, default="", help="WRAPPER_FACTORY names, e.g. python_tool (comma-separated)"
+    )
     p.add_argument("--tokenizer", default=None, help="tokenizer name/path for concat_chat wrappers")
     p.add_argument("--seed", type=int, default=0, help="problem p uses seed SEED + p")
-    p.add_argument("--max-turns", type=int, default=DEFAULT_MAX_TURNS, help="steps per episode at most")
+    p.add_argument(
+        "--max-turns", "--max-steps", dest="max_turns", type=positive_int, default=DEFAULT_MAX_TURNS,
+        help="steps per episode at most (--max-steps: gem run's older name)",
+    )
     p.add_argument("--limit", type=int, default=None, help="run at most this many missing episodes, then stop")
     p.add_argument("--system-prompt", default=None, help="a first system message")
     p.add_argument("--temperature", type=float, default=None, help="sampling temperature (server default)")
@@ -49,7 +55,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--kwarg", action="append", default=[], metavar="KEY=VALUE", help="env kwargs (JSON values)")
     p.add_argument("--out", required=True, help="output directory (rerun with the same one to resume)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--no-progress", "--quiet", dest="no_progress", action="store_true", help="no progress bar (--quiet: an alias)"
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_eval)
 
@@ -101,11 +109,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"episodes: {args.out}/episodes.jsonl  summary: {args.out}/{SUMMARY_FILE}")
     overall = summary["overall"]
     if (runner.ran and runner.failed == runner.ran) or (overall["episodes"] and not overall["scored"]):
-        print(
+        lines = [
             f"gem eval: no episode could be scored ({overall['errors']} errors, {overall['infra_errors']} "
-            f"infrastructure failures, {overall['ungraded']} ungraded); see {args.out}/episodes.jsonl",
-            file=sys.stderr,
-        )
+            f"infrastructure failures, {overall['ungraded']} ungraded). The first error of each kind:"
+        ]
+        lines += [f"  {kind}: {message}" for kind, message in overall["first_errors"].items()]
+        lines.append(f"Every episode: {args.out}/episodes.jsonl")
+        print("\n".join(lines), file=sys.stderr)
         return 1
     return 0
 

@@ -62,6 +62,12 @@ class EvalConfig:
         for name in ("episodes", "repeats", "concurrency", "max_turns"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
+        if self.wrappers:
+            from gem.wrappers.wrapper_factory import WRAPPER_FACTORY
+
+            unknown = [n.strip() for n in self.wrappers.split(",") if n.strip() and n.strip() not in WRAPPER_FACTORY]
+            if unknown:
+                raise ValueError(f"unknown wrapper {unknown[0]!r}; choose from: {', '.join(WRAPPER_FACTORY)}.")
         if self.limit is not None and self.limit < 0:
             raise ValueError(f"limit must be >= 0, got {self.limit}.")
 

@@ -1,6 +1,7 @@
 """``gem plot DIR``: PNG charts of a ``gem eval`` output directory (matplotlib, Agg, no display).
 
-Writes ``success.png`` (success rate and pass@k per env, with error counts), ``rewards.png`` (the
+Writes ``success.png`` (success rate over every episode and pass@k per env, with the count of
+episodes not scored), ``rewards.png`` (the
 distribution of episode returns per env) and ``turns.png`` (mean turns and tool calls per env).
 """
 
@@ -10,7 +11,7 @@ import logging
 from pathlib import Path
 from typing import Any, Optional
 
-from gem.eval.runner import latest_records, read_episodes, summarize_dir
+from gem.eval.summary import summarize_dir
 
 logger = logging.getLogger(__name__)
 
@@ -27,16 +28,14 @@ def _figure(n_envs: int) -> Any:
     return Figure(figsize=(max(6.0, 1.2 * n_envs + 3), 4.5), dpi=100)
 
 
-def success_notes(out: str | Path) -> dict[str, str]:
-    """The label over each env's success bar: ``"3/10 solved"``, and ``"2 errors"`` on a second line."""
-    counts: dict[str, list[int]] = {}
-    for rec in latest_records(read_episodes(out)).values():
-        solved, done, errors = counts.setdefault(rec["env_id"], [0, 0, 0])
-        failed = rec.get("status") != "ok"
-        counts[rec["env_id"]] = [solved + bool(rec.get("success")) * (not failed), done + (not failed), errors + failed]
+def success_notes(out: str | Path, summary: Optional[dict[str, Any]] = None) -> dict[str, str]:
+    """The label over each env's success bar, from :func:`summarize_dir`: ``"3/10 solved"`` (out of
+    every episode), and ``"2 not scored"`` on a second line (errors, infrastructure failures and
+    ungraded answers, which count as not solved)."""
+    summary = summary if summary is not None else summarize_dir(out)
     notes = {}
-    for env, (solved, done, errors) in counts.items():
-        notes[env] = f"{solved}/{done} solved" + (f"\n{errors} error{'s' if errors != 1 else ''}" if errors else "")
+    for env, s in summary["envs"].items():
+        notes[env] = f"{s['solved']}/{s['episodes']} solved" + (f"\n{s['unscored']} not scored" if s["unscored"] else "")
     return notes
 
 
@@ -46,6 +45,8 @@ def plot_dir(out: str | Path, to: Optional[str | Path] = None) -> list[Path]:
     if not (out / "episodes.jsonl").exists():
         raise ValueError(f"{out} has no episodes.jsonl; give the --out directory of a gem eval run.")
     summary = summarize_dir(out)
+    for problem in summary["problems"]:
+        logger.warning("gem plot: %s", problem)
     envs = list(summary["envs"])
     if not envs:
         raise ValueError(f"{out}/episodes.jsonl holds no episodes yet.")
@@ -63,7 +64,7 @@ def plot_dir(out: str | Path, to: Optional[str | Path] = None) -> list[Path]:
         key=lambda k: int(k[5:]),
     )
     series = [("success rate", "success_rate")] + [(k, k) for k in ks]
-    notes = success_notes(out)
+    notes = success_notes(out, summary)
     width = 0.8 / len(series)
     for j, (name, key) in enumerate(series):
         values = [summary["envs"][e].get(key) or 0.0 for e in envs]

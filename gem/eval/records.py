@@ -66,21 +66,90 @@ def episode_record(
     }
 
 
-def read_episodes(out: str | Path) -> list[dict[str, Any]]:
-    """Every record of ``OUT/episodes.jsonl`` (a torn last line, from a killed run, is skipped)."""
+# Fields a record must have with these types to be read (any other field is shown as it is).
+_NUMBER = (int, float)
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "key": (str,),
+    "env_id": (str,),
+    "status": (str,),
+    "index": (int,),
+}
+_OPTIONAL_TYPES: dict[str, tuple[type, ...]] = {
+    "total_reward": _NUMBER,
+    "task_reward": _NUMBER,
+    "tool_bonus": _NUMBER,
+    "success": (bool,),
+    "num_turns": (int,),
+    "tool_calls": (int,),
+    "seconds": _NUMBER,
+    "seed": (int, str),
+    "sample": (int,),
+    "turns": (list,),
+    "usage": (dict,),
+    "error": (dict,),
+    "infra_error": (dict,),
+    "grading": (dict,),
+}
+
+
+def record_problem(record: Any) -> Optional[str]:
+    """Why ``record`` (one parsed line of ``episodes.jsonl``) cannot be read, or ``None`` if it can."""
+    if not isinstance(record, dict):
+        return f"not a JSON object but {type(record).__name__}"
+    for name, types in _FIELD_TYPES.items():
+        value = record.get(name)
+        if not isinstance(value, types) or isinstance(value, bool) and bool not in types:
+            return f"field {name!r} must be {' or '.join(t.__name__ for t in types)}, got {value!r:.60}"
+    for name, types in _OPTIONAL_TYPES.items():
+        value = record.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            return f"field {name!r} must be {' or '.join(t.__name__ for t in types)} or null, got {value!r:.60}"
+        if isinstance(value, float) and value != value:
+            return f"field {name!r} is NaN"
+    for turn in record.get("turns") or []:
+        if not isinstance(turn, dict):
+            return "field 'turns' must hold JSON objects"
+    return None
+
+
+def read_episodes_checked(out: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The readable records of ``OUT/episodes.jsonl`` and one message per line that is not.
+
+    A line that is not JSON, not an object, or whose fields have the wrong types (a hand-edited or
+    hostile file) is skipped; its message names the file and line. A torn last line (a killed run)
+    is one such line.
+    """
     path = Path(out) / EPISODES_FILE
     if not path.exists():
-        return []
-    records = []
-    with path.open(encoding="utf-8") as fh:
+        return [], []
+    records: list[dict[str, Any]] = []
+    problems: list[str] = []
+    with path.open(encoding="utf-8", errors="replace") as fh:
         for n, line in enumerate(fh, 1):
             line = line.strip()
             if not line:
                 continue
             try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                logger.warning("%s line %d is not complete JSON (an interrupted write?); skipped", path, n)
+                record = json.loads(line)
+            except (json.JSONDecodeError, RecursionError):
+                why = "not complete JSON (an interrupted write?)"
+            else:
+                why = record_problem(record)
+                if why is None:
+                    records.append(record)
+                    continue
+            problems.append(f"{path} line {n}: {why}; skipped")
+    return records, problems
+
+
+def read_episodes(out: str | Path) -> list[dict[str, Any]]:
+    """Every readable record of ``OUT/episodes.jsonl`` (bad lines are logged and skipped: see
+    :func:`read_episodes_checked`)."""
+    records, problems = read_episodes_checked(out)
+    for problem in problems:
+        logger.warning("%s", problem)
     return records
 
 

@@ -244,7 +244,8 @@ class EvalRunner:
     # --------------------------------------------------------------------- run
     async def _prepare(self, pool: _EnvPool, env_ids: list[str]) -> None:
         """One env per id and the agent's settings, before any request: a bad id, a missing dataset,
-        an agent that cannot play an env (a raw multi-agent game) fail the run at once, clearly."""
+        an agent that cannot play an env (a raw multi-agent game), a server that is down or does not
+        serve the model fail the run at once, clearly."""
         from gem.agents.registry import check_agent
 
         self._options = self.agent_options()
@@ -252,6 +253,39 @@ class EvalRunner:
             env = await pool.call(pool.make, env_id)
             pool.put(env_id, env)
             check_agent(self.config.agent, env, names=list(AGENTS))
+        if self.config.agent == "openai" and env_ids:
+            await self.check_server()
+
+    async def check_server(self) -> None:
+        """Ask the server for its models once (``GET /models``), before any episode: a server that
+        cannot be reached, refuses the key or does not serve ``model`` is one clear error instead of
+        every episode failing after its retries. A server without ``/models`` is not checked."""
+        import openai
+
+        from gem.errors import ResourceUnavailable
+
+        cfg = self.config
+        where = cfg.base_url or "the default endpoint"
+        try:
+            page = await self._shared_client().models.list(timeout=min(cfg.timeout_s, 30.0))
+        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+            raise ResourceUnavailable(
+                f"cannot reach the model server at {where} ({type(exc).__name__}: {exc}); is it running, "
+                "and is --base-url its /v1 URL?"
+            ) from exc
+        except openai.AuthenticationError as exc:
+            raise ResourceUnavailable(
+                f"the model server at {where} refused the API key (HTTP 401); give --api-key or $OPENAI_API_KEY."
+            ) from exc
+        except openai.APIStatusError as exc:  # no /models (404) or another answer: the episodes will tell
+            logger.info("GET %s/models answered HTTP %s; the model name is not checked", where, exc.status_code)
+            return
+        served = [m.id for m in getattr(page, "data", None) or [] if getattr(m, "id", None)]
+        if served and cfg.model not in served:
+            raise ValueError(
+                f"the model server at {where} does not serve model {cfg.model!r}; it serves: "
+                f"{', '.join(served[:20])}{' ...' if len(served) > 20 else ''} (--model)."
+            )
 
     async def arun(self) -> dict[str, Any]:
         """Run the missing episodes, write the JSONL and ``summary.json``; return the summary."""

@@ -1,22 +1,27 @@
 """Scores of recorded episodes: per env and overall (``summary.json`` and the printed table).
 
-Rates (``success_rate``, ``mean_reward``, pass@k) are over *scored* episodes: those that ran to
-their end (no error), with no infrastructure failure and a graded answer. Errors (by stage),
-infrastructure failures (by component) and ungraded answers (by status) are counted apart, so a
-broken grader or server is never read as a wrong answer. pass@k groups episodes by problem, i.e.
-by ``(env_id, seed)``, and is reported for k = 1, 2, 4, ... up to the samples per problem.
-Rewards are split: ``mean_task_reward`` is what solving earned, ``mean_tool_bonus`` what tool use
-earned (``info["tool_bonus"]``); ``mean_reward`` is their sum.
+Every episode counts in the rates (``success_rate``, pass@k, the mean rewards): one that errored,
+hit an infrastructure failure or was left ungraded (a grader timeout) counts as *not solved*, so a
+model cannot raise its score by getting itself ungraded. Those episodes are also counted apart
+(``unscored``; errors by stage, infrastructure failures by component, ungraded answers by status),
+so a broken grader or server shows as such and not only as wrong answers. pass@k groups episodes by
+problem, i.e. by ``(env_id, seed)``, and is reported for k = 1, 2, 4, ... up to the samples per
+problem. Rewards are split: ``mean_task_reward`` is what solving earned, ``mean_tool_bonus`` what
+tool use earned (``info["tool_bonus"]``); ``mean_reward`` is their sum.
+
+:func:`summarize_dir` is the one summary of a run directory: ``gem eval``, ``gem view`` and
+``gem plot`` all read it.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from gem.eval.records import latest_records, read_episodes
+from gem.eval.records import latest_records, read_episodes_checked
 
 PASS_KS = (1, 2, 4, 8, 16, 32, 64, 128)
 
@@ -33,7 +38,8 @@ def _mean(values: Sequence[float]) -> Optional[float]:
 
 
 def is_scored(record: dict[str, Any]) -> bool:
-    """Whether an episode record counts in the rates (ran to its end, graded, no infra failure)."""
+    """Whether an episode was scored (ran to its end, graded, no infra failure); one that was not
+    still counts in the rates, as not solved."""
     return record.get("status") == "ok" and not record.get("infra_error") and not record.get("grading")
 
 
@@ -41,14 +47,18 @@ def _problem(record: dict[str, Any]) -> tuple[Any, Any]:
     return record.get("env_id"), record.get("seed")
 
 
+def solved(record: dict[str, Any]) -> bool:
+    """Whether an episode counts as solved: scored and successful (an unscored one never is)."""
+    return is_scored(record) and record.get("success") is True
+
+
 def pass_at_ks(records: Sequence[dict[str, Any]]) -> dict[str, float]:
-    """pass@k over problems ``(env_id, seed)``; k up to the most samples any problem was given."""
-    planned = Counter(_problem(r) for r in records)
+    """pass@k over problems ``(env_id, seed)``; k up to the most samples any problem was given.
+    An unscored sample counts as a failed one."""
     outcomes: dict[tuple[Any, Any], list[bool]] = {}
     for r in records:
-        if is_scored(r):
-            outcomes.setdefault(_problem(r), []).append(bool(r.get("success")))
-    most = max(planned.values(), default=0)
+        outcomes.setdefault(_problem(r), []).append(solved(r))
+    most = max((len(v) for v in outcomes.values()), default=0)
     result: dict[str, float] = {}
     for k in sorted({k for k in PASS_KS if k <= most} | ({most} if most else set())):
         eligible = [v for v in outcomes.values() if len(v) >= k]
@@ -61,67 +71,176 @@ def _count(records: Sequence[dict[str, Any]], field: str, sub: str) -> dict[str,
     return dict(Counter(str((r.get(field) or {}).get(sub, "unknown")) for r in records if r.get(field)))
 
 
+def tool_bonus(record: dict[str, Any]) -> Optional[float]:
+    """An episode's tool bonus: its own field, else the sum of its turns' ``tool_bonus`` (records
+    written before the field existed), else ``None``."""
+    if record.get("tool_bonus") is not None:
+        return float(record["tool_bonus"])
+    bonuses = [t["tool_bonus"] for t in record.get("turns") or [] if t.get("tool_bonus") is not None]
+    return float(sum(bonuses)) if bonuses else None
+
+
+def task_reward(record: dict[str, Any]) -> float:
+    """What solving earned: the record's ``task_reward``, else its return less its tool bonus."""
+    if record.get("task_reward") is not None:
+        return float(record["task_reward"])
+    return float(record.get("total_reward") or 0.0) - (tool_bonus(record) or 0.0)
+
+
 def summarize_records(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Scores of episode records (the last record of each key)."""
+    """Scores of episode records (the last record of each key); every record counts in the rates."""
     ok = [r for r in records if r.get("status") == "ok"]
     scored = [r for r in ok if is_scored(r)]
     errors = _count([r for r in records if r.get("status") != "ok"], "error", "stage")
     infra = _count(records, "infra_error", "component")
     ungraded = _count(ok, "grading", "status")
     turns = [t for r in ok for t in r.get("turns") or []]
+    bonuses = [b for b in map(tool_bonus, records) if b is not None]
     return {
         "episodes": len(records),
         "completed": len(ok),
         "scored": len(scored),
+        "unscored": len(records) - len(scored),
+        "solved": sum(map(solved, records)),
         "errors": sum(errors.values()),
         "errors_by_stage": errors,
         "infra_errors": sum(infra.values()),
         "infra_errors_by_component": infra,
         "ungraded": sum(ungraded.values()),
         "ungraded_by_status": ungraded,
-        "success_rate": _mean([1.0 if r.get("success") else 0.0 for r in scored]),
-        "mean_reward": _mean([float(r["total_reward"]) for r in scored]),
-        "mean_task_reward": _mean([float(r.get("task_reward", r["total_reward"])) for r in scored]),
-        "mean_tool_bonus": _mean([float(r.get("tool_bonus") or 0.0) for r in scored]),
+        "success_rate": _mean([1.0 if solved(r) else 0.0 for r in records]),
+        "mean_reward": _mean([float(r.get("total_reward") or 0.0) for r in records]),
+        "mean_task_reward": _mean([task_reward(r) for r in records]),
+        "mean_tool_bonus": _mean(bonuses),
         "problems": len({_problem(r) for r in records}),
         **pass_at_ks(records),
-        "mean_turns": _mean([r["num_turns"] for r in ok]),
-        "mean_tool_calls": _mean([r.get("tool_calls", 0) for r in ok]),
+        "mean_turns": _mean([r.get("num_turns") or 0 for r in ok]),
+        "mean_tool_calls": _mean([r.get("tool_calls") or 0 for r in ok]),
         "cut_replies": sum(1 for t in turns if t.get("finish_reason") == "length"),
-        "prompt_tokens": sum(int((r.get("usage") or {}).get("prompt_tokens") or 0) for r in records),
-        "completion_tokens": sum(int((r.get("usage") or {}).get("completion_tokens") or 0) for r in records),
-        "mean_seconds": _mean([float(r.get("seconds", 0.0)) for r in ok]),
-        "rewards": [float(r["total_reward"]) for r in scored],
+        "prompt_tokens": sum(_tokens(r, "prompt_tokens") for r in records),
+        "completion_tokens": sum(_tokens(r, "completion_tokens") for r in records),
+        "mean_seconds": _mean([float(r.get("seconds") or 0.0) for r in ok]),
+        "first_errors": first_errors(records),
+        "rewards": [float(r.get("total_reward") or 0.0) for r in records],
     }
 
 
+_CAUSE = re.compile(r"attempt\(s\): (\w+):")
+
+
+def first_errors(records: Sequence[dict[str, Any]], limit: int = 300) -> dict[str, str]:
+    """The first message of each kind of failure, in record order: ``{"model APIConnectionError":
+    "chat request to ... failed ..."}``. A kind is the stage and error type (and, for a failed
+    model request, the client's exception: an unknown model, a server that is down and an HTTP
+    500 are three kinds), ``infra COMPONENT`` or ``ungraded STATUS``."""
+    found: dict[str, str] = {}
+    for r in records:
+        if r.get("status") != "ok":
+            err = r.get("error") or {}
+            message = str(err.get("message") or "")
+            kind = f"{err.get('stage', 'unknown')} {err.get('type', 'error')}"
+            cause = _CAUSE.search(message)
+            if cause:
+                kind += f" ({cause.group(1)})"
+        elif r.get("infra_error"):
+            err = r["infra_error"]
+            kind, message = f"infra {err.get('component', 'unknown')}", f"{err.get('type')}: {err.get('message')}"
+        elif r.get("grading"):
+            err = r["grading"]
+            kind, message = f"ungraded {err.get('status', 'unknown')}", str(err.get("message") or err)
+        else:
+            continue
+        found.setdefault(kind, message[:limit])
+    return found
+
+
+def _tokens(record: dict[str, Any], name: str) -> int:
+    value = (record.get("usage") or {}).get(name)
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
 def summarize_dir(out: str | Path, env_ids: Optional[Sequence[str]] = None) -> dict[str, Any]:
-    """The summary of ``OUT``: per env (in ``env_ids`` order, or as found) and overall."""
-    latest = latest_records(read_episodes(out))
+    """The summary of ``OUT``: per env (in ``env_ids`` order, or as found) and overall.
+
+    ``problems`` lists the lines of ``episodes.jsonl`` that could not be read (file and line
+    number, why); they are left out of the scores.
+    """
+    records, problems = read_episodes_checked(out)
+    latest = latest_records(records)
     groups: dict[str, list[dict[str, Any]]] = {env_id: [] for env_id in env_ids or []}
     for rec in latest.values():
         groups.setdefault(rec["env_id"], []).append(rec)
     per_env = {env_id: summarize_records(recs) for env_id, recs in groups.items()}
     overall = summarize_records(list(latest.values()))
     overall.pop("rewards")
-    return {"envs": per_env, "overall": overall}
+    return {"envs": per_env, "overall": overall, "problems": problems}
 
 
+# (summary key, heading): the table's columns, in order (pass@k after success). A column that is
+# zero or empty in every row is left out, and so are pass@1 where it equals the success rate (one
+# sample per problem) and the task reward where no episode earned a tool bonus. The episodes not
+# scored are the errors, infrastructure failures and ungraded answers: each has its column.
 COLUMNS = (
-    "episodes", "errors", "infra_errors", "ungraded", "success_rate", "pass@1", "mean_reward",
-    "mean_task_reward", "mean_tool_bonus", "mean_turns", "mean_tool_calls", "cut_replies", "completion_tokens",
+    ("episodes", "episodes"), ("errors", "errors"), ("infra_errors", "infra"), ("ungraded", "ungraded"),
+    ("success_rate", "success"), ("mean_reward", "reward"), ("mean_task_reward", "task"),
+    ("mean_tool_bonus", "bonus"), ("mean_turns", "turns"), ("mean_tool_calls", "tools"),
+    ("cut_replies", "cut"), ("completion_tokens", "out_tok"),
 )
-HEADINGS = {"infra_errors": "infra", "mean_task_reward": "task_reward", "mean_tool_bonus": "tool_bonus"}
+TABLE_WIDTH = 100
 
 
-def format_summary(summary: dict[str, Any]) -> str:
-    """A plain-text table of the summary: one row per env (pass@k beyond 1 beside its id)."""
-    rows = [("env_id",) + tuple(HEADINGS.get(c, c) for c in COLUMNS)]
-    for env_id, s in summary["envs"].items():
-        extra = [k for k in s if k.startswith("pass@") and k != "pass@1"]
-        row = [env_id] + [s.get(c) for c in COLUMNS]
-        if extra:
-            row[0] += " (" + ", ".join(f"{k}={s[k]:.3f}" for k in extra) + ")"
-        rows.append(tuple("-" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v) for v in row))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows) + "\n"
+def _cell(value: Any) -> str:
+    return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def _shorten(text: str, room: int) -> str:
+    """``text`` cut in the middle to ``room`` characters (family and variant stay readable)."""
+    if len(text) <= room:
+        return text
+    head = (room - 1) // 2
+    return text[:head] + "~" + text[len(text) - (room - 1 - head):]
+
+
+def format_summary(summary: dict[str, Any], width: int = TABLE_WIDTH) -> str:
+    """A plain-text table of the summary, one row per env, no line wider than ``width``.
+
+    Columns that are zero for the whole run are left out; an env id longer than a third of the
+    width is shortened in the middle; columns that still do not fit go on into a second table
+    (with the env ids again) below the first.
+    """
+    envs = summary["envs"]
+    ks = sorted({k for s in envs.values() for k in s if k.startswith("pass@")}, key=lambda k: int(k[5:]))
+    columns = list(COLUMNS[:5]) + [(k, k) for k in ks] + list(COLUMNS[5:])
+    keep = []
+    for key, heading in columns:
+        values = [s.get(key) for s in envs.values()]
+        if key not in ("episodes", "success_rate", "mean_reward") and all(v in (None, 0, 0.0) for v in values):
+            continue  # nothing to see in the whole run
+        if key == "pass@1" and all(s.get("pass@1") == s.get("success_rate") for s in envs.values()):
+            continue
+        if key == "mean_task_reward" and all(s.get(key) == s.get("mean_reward") for s in envs.values()):
+            continue  # no tool bonus anywhere: the task reward is the reward
+        keep.append((key, heading))
+    cells = [[h for _, h in keep]] + [[_cell(s.get(k)) for k, _ in keep] for s in envs.values()]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(keep))]
+    ids = ["env_id"] + list(envs)
+    room = max(12, width // 3)
+    if max(map(len, ids)) + 2 + sum(w + 2 for w in widths) - 2 > width:
+        ids = [_shorten(i, room) for i in ids]
+    id_width = max(map(len, ids))
+    parts: list[list[int]] = [[]]
+    used = id_width
+    for i, w in enumerate(widths):
+        if parts[-1] and used + 2 + w > width:
+            parts.append([])
+            used = id_width
+        parts[-1].append(i)
+        used += 2 + w
+    blocks = []
+    for part in parts:
+        lines = []
+        for env_id, row in zip(ids, cells):
+            values = [env_id.ljust(id_width)] + [row[i].ljust(widths[i]) for i in part]
+            lines.append("  ".join(values).rstrip())
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"

@@ -10,7 +10,15 @@ every request (so a running eval can be watched):
 * ``GET /api/episode?key=KEY``: the full record;
 * ``GET /api/envs``: one row per env for the landing page: episodes, success rate, mean task reward,
   mean tool bonus, errors (records from before ``task_reward``/``tool_bonus`` were written count
-  their whole return as task reward, and show no tool bonus).
+  their whole return as task reward, and show no tool bonus);
+* ``GET /api/problems``: the lines of ``episodes.jsonl`` that could not be read (file, line, why).
+
+Every number comes from :func:`gem.eval.summary.summarize_dir`, the summary ``gem eval`` prints.
+A line of ``episodes.jsonl`` that is not a readable record is skipped and named (file and line) in
+the log and on the page; the other episodes still show. The server answers only requests whose
+``Host`` header names the address it listens on or, on a loopback address, a loopback name (as
+``gem serve`` does), so a web page whose domain was re-pointed at 127.0.0.1 (DNS rebinding) cannot
+read the episodes and their gold answers.
 """
 
 from __future__ import annotations
@@ -23,7 +31,9 @@ from pathlib import Path
 from typing import Any, Optional
 from urllib.parse import parse_qs, urlparse
 
-from gem.eval.runner import latest_records, read_episodes, summarize_dir
+from gem.eval.records import latest_records, read_episodes_checked
+from gem.eval.summary import summarize_dir
+from gem.server.limits import LOOPBACK_HOSTS, is_loopback
 
 logger = logging.getLogger(__name__)
 
@@ -33,48 +43,47 @@ ROW_KEYS = ("key", "env_id", "index", "seed", "status", "success", "total_reward
 
 def episode_rows(out: str | Path) -> list[dict[str, Any]]:
     """The episode list the page shows (sorted by env, then index)."""
-    rows = [{k: rec.get(k) for k in ROW_KEYS} for rec in latest_records(read_episodes(out)).values()]
-    return sorted(rows, key=lambda r: (str(r["env_id"]), int(r["index"] or 0)))
-
-
-def _tool_bonus(rec: dict[str, Any]) -> Optional[float]:
-    """The episode's tool bonus: its own field, else the sum of its turns' ``tool_bonus``, else None."""
-    if rec.get("tool_bonus") is not None:
-        return float(rec["tool_bonus"])
-    bonuses = [t["tool_bonus"] for t in rec.get("turns") or [] if t.get("tool_bonus") is not None]
-    return float(sum(bonuses)) if bonuses else None
-
-
-def _task_reward(rec: dict[str, Any]) -> float:
-    if rec.get("task_reward") is not None:
-        return float(rec["task_reward"])
-    return float(rec.get("total_reward") or 0.0) - (_tool_bonus(rec) or 0.0)
+    rows = [{k: rec.get(k) for k in ROW_KEYS} for rec in latest_records(read_episodes_checked(out)[0]).values()]
+    return sorted(rows, key=lambda r: (r["env_id"], r["index"]))
 
 
 def env_table(out: str | Path) -> list[dict[str, Any]]:
-    """Per env: episodes, errors (the run's or the infrastructure's), success rate over the episodes
-    that ran, mean task reward, mean tool bonus (None when no record has one)."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for rec in latest_records(read_episodes(out)).values():
-        groups.setdefault(str(rec.get("env_id")), []).append(rec)
-    table = []
-    for env_id in sorted(groups):
-        recs = groups[env_id]
-        failed = [r for r in recs if r.get("status") != "ok" or r.get("infra_error")]
-        ran = [r for r in recs if r.get("status") == "ok"]
-        bonuses = [b for b in map(_tool_bonus, ran) if b is not None]
-        table.append({
+    """Per env, from :func:`summarize_dir`: episodes, unscored episodes (errors, infrastructure
+    failures, ungraded answers), success rate over every episode (an unscored one counts as not
+    solved), mean task reward, mean tool bonus (None when no record has one)."""
+    summary = summarize_dir(out)
+    return [
+        {
             "env_id": env_id,
-            "episodes": len(recs),
-            "errors": len(failed),
-            "success_rate": sum(bool(r.get("success")) for r in ran) / len(ran) if ran else None,
-            "mean_task_reward": sum(map(_task_reward, ran)) / len(ran) if ran else None,
-            "mean_tool_bonus": sum(bonuses) / len(bonuses) if bonuses else None,
-        })
-    return table
+            "episodes": s["episodes"],
+            "errors": s["unscored"],
+            "success_rate": s["success_rate"],
+            "mean_task_reward": s["mean_task_reward"],
+            "mean_tool_bonus": s["mean_tool_bonus"],
+        }
+        for env_id, s in sorted(summary["envs"].items())
+    ]
 
 
-def _handler(out: Path) -> type[BaseHTTPRequestHandler]:
+def allowed_hosts(host: str) -> Optional[set[str]]:
+    """The ``Host`` names the viewer answers to, as ``gem serve``: on a loopback address, the
+    loopback names and the address; on any other address, any (``None``)."""
+    if not is_loopback(host):
+        return None
+    return {h.strip("[]").lower() for h in (*LOOPBACK_HOSTS, host)}
+
+
+def host_name(header: str) -> str:
+    """The name part of a ``Host`` header (``[::1]:8765`` -> ``::1``, ``localhost:80`` -> ``localhost``)."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:].split("]")[0]
+    return header.rsplit(":", 1)[0] if ":" in header else header
+
+
+def _handler(out: Path, hosts: Optional[set[str]]) -> type[BaseHTTPRequestHandler]:
+    logged: set[str] = set()
+
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, fmt: str, *args: Any) -> None:  # route to logging, not stderr
             logger.debug("viewer: " + fmt, *args)
@@ -91,18 +100,40 @@ def _handler(out: Path) -> type[BaseHTTPRequestHandler]:
             self._send(status, json.dumps(value, default=str).encode(), "application/json")
 
         def do_GET(self) -> None:  # noqa: N802 -- http.server's name
+            header = self.headers.get("Host") or ""
+            if hosts is not None and host_name(header) not in hosts:
+                self._json(
+                    {"error": f"requests for the host {header[:100]!r} are refused; this viewer answers to "
+                     f"{', '.join(sorted(hosts))}"},
+                    403,
+                )
+                return
+            try:
+                self._route()
+            except Exception as exc:  # noqa: BLE001 -- one bad record must not take the page down
+                logger.exception("gem view: %s failed", self.path)
+                self._json({"error": f"{type(exc).__name__}: {exc}"}, 500)
+
+        def _route(self) -> None:
             url = urlparse(self.path)
             if url.path in ("/", "/index.html"):
                 self._send(200, PAGE.read_bytes(), "text/html; charset=utf-8")
             elif url.path == "/api/summary":
-                self._json(summarize_dir(out))
+                summary = summarize_dir(out)
+                for problem in summary["problems"]:
+                    if problem not in logged:  # once per line, not on every request
+                        logged.add(problem)
+                        logger.warning("gem view: %s", problem)
+                self._json(summary)
             elif url.path == "/api/envs":
                 self._json(env_table(out))
+            elif url.path == "/api/problems":
+                self._json(summarize_dir(out)["problems"])
             elif url.path == "/api/episodes":
                 self._json(episode_rows(out))
             elif url.path == "/api/episode":
                 key = (parse_qs(url.query).get("key") or [""])[0]
-                record = latest_records(read_episodes(out)).get(key)
+                record = latest_records(read_episodes_checked(out)[0]).get(key)
                 if record is None:
                     self._json({"error": f"no episode {key!r} in {out}"}, 404)
                 else:
@@ -120,7 +151,7 @@ class Viewer:
         self.out = Path(out)
         if not (self.out / "episodes.jsonl").exists():
             raise ValueError(f"{self.out} has no episodes.jsonl; give the --out directory of a gem eval run.")
-        self.httpd = ThreadingHTTPServer((host, port), _handler(self.out))
+        self.httpd = ThreadingHTTPServer((host, port), _handler(self.out, allowed_hosts(host)))
         self.httpd.daemon_threads = True
         self._thread: Optional[threading.Thread] = None
 

@@ -32,7 +32,7 @@ _LIMITS = ServerLimits()
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``gem serve`` to the ``gem`` command's subparsers."""
-    p = sub.add_parser("serve", help="serve env ids over HTTP and WebSocket (pip install 'gem-llm[server]')")
+    p = sub.add_parser("serve", help="serve env ids over HTTP and WebSocket (needs the server extra)")
     p.add_argument("env_ids", nargs="*", help="ids clients may make (default: every registered id)")
     p.add_argument("--protocol", choices=("gem", "openenv"), default="gem", help="GEM's protocol, or OpenEnv's (docs/interop.md)")
     p.add_argument("--host", default=DEFAULT_HOST, help="address to bind (default 127.0.0.1: this machine only)")

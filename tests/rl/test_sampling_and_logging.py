@@ -129,7 +129,7 @@ def test_missing_torch_names_the_extra(tmp_path, monkeypatch, capsys):
     code = main(["--steps", "1", "--output-dir", str(tmp_path)])
     assert code == 2
     err = capsys.readouterr().err
-    assert "gem-llm[rl]" in err and "torch" in err
+    assert 'pip install -e ".[rl]"' in err and "torch" in err
 
 
 def test_demo_writes_curves_and_summary_to_its_run_dir(tmp_path):

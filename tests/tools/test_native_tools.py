@@ -185,7 +185,7 @@ def test_search_tool_without_requests_names_the_extra(monkeypatch):
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "requests" else real(name, *a))
-    with pytest.raises(DependencyNotInstalled, match=r"gem-llm\[search\]"):
+    with pytest.raises(DependencyNotInstalled, match=r"pip install -e \"\.\[search\]\" in the GEM checkout"):
         SearchTool()
 
 
@@ -193,14 +193,14 @@ def test_search_without_msgspec_is_an_observation_never_an_exception(monkeypatch
     monkeypatch.setitem(sys.modules, "msgspec", None)  # import msgspec now raises ImportError
     tool = SearchTool(search_url="http://127.0.0.1:9/retrieve", max_retries=0)
     found, error, obs, _ = tool.execute_action("<search>harbor</search>")
-    assert found and error and "gem-llm[search]" in obs and "msgspec" in obs
+    assert found and error and 'pip install -e ".[search]"' in obs and "msgspec" in obs
 
 
 def test_mcp_tool_without_the_sdk_names_the_extra(monkeypatch):
     from gem.tools.mcp_tool import MCPTool
 
     monkeypatch.setitem(sys.modules, "mcp", None)
-    with pytest.raises(DependencyNotInstalled, match=r"gem-llm\[mcp\]"):
+    with pytest.raises(DependencyNotInstalled, match=r"pip install -e \"\.\[mcp\]\" in the GEM checkout"):
         MCPTool("http://127.0.0.1:9/mcp", validate_on_init=False)
 
 

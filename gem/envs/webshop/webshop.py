@@ -11,7 +11,7 @@ ends after more than ``error_tolerance`` of them. ``max_turns`` truncates.
 
 The catalog is bundled (offline); ``data_dir=`` reads the original WebShop files instead
 (:mod:`gem.envs.webshop.products`). Search is BM25 over the catalog and needs ``bm25s``
-(``pip install 'gem-llm[search]'``).
+(``pip install -e ".[search]"`` in the GEM checkout).
 """
 
 from __future__ import annotations

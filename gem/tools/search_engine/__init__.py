@@ -6,5 +6,5 @@
 
 All of them speak the Search-R1 request/response format (``service.py``) and batch concurrent
 requests into one search. Nothing here is imported by ``import gem``; the heavy libraries come with
-``pip install 'gem-llm[search]'``.
+``pip install -e ".[search]"`` in the GEM checkout.
 """

@@ -306,7 +306,7 @@ def test_bad_kwargs_raise_clear_errors():
 def test_missing_bm25s_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "bm25s", None)
     monkeypatch.setattr(products_mod, "_STORES", {})
-    with pytest.raises(DependencyNotInstalled, match=r"gem-llm\[search\]"):
+    with pytest.raises(DependencyNotInstalled, match=r"pip install -e \"\.\[search\]\" in the GEM checkout"):
         WebshopEnv()
 
 
