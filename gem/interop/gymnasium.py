@@ -1,4 +1,4 @@
-"""GEM and Gymnasium, both ways (``pip install 'gem-llm[gymnasium]'``).
+"""GEM and Gymnasium, both ways (``pip install -e ".[gymnasium]" in the GEM checkout``).
 
 **GEM as Gymnasium.** :class:`GemGymnasiumEnv` is a ``gymnasium.Env`` around a GEM env, with text
 spaces (:class:`UnicodeText`). :func:`register_envs` registers every GEM id in Gymnasium's registry

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-gymnasium = pytest.importorskip("gymnasium", reason="needs the gymnasium extra (pip install 'gem-llm[gymnasium]')")
+gymnasium = pytest.importorskip("gymnasium", reason="needs the gymnasium extra (pip install -e '.[gymnasium]' in the GEM checkout)")
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 
 import gem  # noqa: E402

@@ -14,8 +14,8 @@ from typing import Any, Optional
 
 import pytest
 
-pytest.importorskip("fastapi", reason="needs the server extra (pip install 'gem-llm[server]')")
-pytest.importorskip("openenv.core", reason="needs the openenv extra (pip install 'gem-llm[openenv]')")
+pytest.importorskip("fastapi", reason="needs the server extra (pip install -e '.[server]' in the GEM checkout)")
+pytest.importorskip("openenv.core", reason="needs the openenv extra (pip install -e '.[openenv]' in the GEM checkout)")
 from openenv.cli._validation import validate_multi_mode_deployment, validate_running_environment  # noqa: E402
 from openenv.core import Action, Environment, GenericEnvClient, Observation, State, create_app  # noqa: E402
 from openenv.core.env_server import types as oe  # noqa: E402

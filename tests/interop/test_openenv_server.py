@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("fastapi", reason="needs the server extra (pip install 'gem-llm[server]')")
+pytest.importorskip("fastapi", reason="needs the server extra (pip install -e '.[server]' in the GEM checkout)")
 from websockets.sync.client import connect  # noqa: E402
 
 import gem  # noqa: E402

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("verifiers.v1", reason="needs the verifiers extra (pip install 'gem-llm[verifiers]')")
+pytest.importorskip("verifiers.v1", reason="needs the verifiers extra (pip install -e '.[verifiers]' in the GEM checkout)")
 
 import gem  # noqa: E402
 from gem.errors import DependencyNotInstalled  # noqa: E402
