@@ -15,7 +15,7 @@ from gem.tools.function_call import find_function_call, function_call_id, parse_
 from gem.tools.python_code_tool import PythonCodeTool
 from gem.tools.search_tool import SearchTool
 from gem.tools.tool_env_wrapper import ToolEnvWrapper
-from tests.conftest import CountEnv
+from tests.conftest import CountEnv, needs_extra
 from tests.wrappers.fake_tools import BrokenTool, EchoTool
 
 PLUS = "\\boxed{+}"
@@ -66,6 +66,7 @@ def test_python_tool_schema_and_call():
 
 
 def test_search_tool_schema_and_call(monkeypatch):
+    needs_extra("search")  # SearchTool speaks HTTP through requests
     from tests.tools import test_search_tool
 
     tool = SearchTool(search_url="http://127.0.0.1:9/retrieve", max_retries=0, timeout=1)
@@ -147,6 +148,7 @@ def test_tool_bonus_is_the_tool_part_of_the_reward_only():
 
 
 def test_infrastructure_failures_are_reported_and_agent_errors_are_not(monkeypatch):
+    needs_extra("search")  # SearchTool speaks HTTP through requests
     monkeypatch.delenv("GEM_STRICT_INFRA", raising=False)
     search = ToolEnvWrapper(CountEnv(), tools=[SearchTool(search_url="http://127.0.0.1:9/retrieve", max_retries=0, timeout=1)])
     search.reset(seed=0)
@@ -190,6 +192,7 @@ def test_search_tool_without_requests_names_the_extra(monkeypatch):
 
 
 def test_search_without_msgspec_is_an_observation_never_an_exception(monkeypatch):
+    needs_extra("search")  # SearchTool speaks HTTP through requests
     monkeypatch.setitem(sys.modules, "msgspec", None)  # import msgspec now raises ImportError
     tool = SearchTool(search_url="http://127.0.0.1:9/retrieve", max_retries=0)
     found, error, obs, _ = tool.execute_action("<search>harbor</search>")

@@ -9,6 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from tests.conftest import needs_extra
+
+needs_extra("search")  # SearchTool speaks HTTP through requests (the search extra)
+
 from gem.tools.search_tool import SearchTool, format_documents, normalize_search_url
 
 DOCS = [
