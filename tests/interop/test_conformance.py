@@ -135,3 +135,40 @@ def test_bridge_plays_the_local_episode(family, bridge, openenv_server, monkeypa
 def test_the_suite_covers_a_win():
     """At least one family's recorded episode earns the success reward, so equality is not all zeros."""
     assert any(_record(env_id, 0).total > 0 for env_id in FAMILY_IDS.values())
+
+
+FAST_VALIDATED = ("game", "math", "terminal")  # the rest run with -m slow
+
+
+# Through OpenEnv a terminal env is opaque: the prober cannot tell that `<done/>` is its no-op, so its
+# floor is the empty reply's (-0.8 after format errors) and an echoed observation holding `<done/>`
+# (reward 0, no success) counts as beating it. A limit of the prober on opaque envs, not a reward hole.
+OPAQUE_FLOOR = pytest.mark.xfail(strict=True, reason="the prober's floor for an opaque shell env is the empty reply's")
+
+
+def _validated_cases() -> list:
+    cases = []
+    for bridge in IMPORTED_ENV_FACTORIES:
+        for family in FAMILY_IDS:
+            marks = [] if family in FAST_VALIDATED else [pytest.mark.slow]
+            if (family, bridge) == ("terminal", "openenv-round-trip"):
+                marks.append(OPAQUE_FLOOR)
+            cases.append(pytest.param(family, bridge, marks=marks, id=f"{family}-{bridge}"))
+    return cases
+
+
+@pytest.mark.parametrize("family,bridge", _validated_cases())
+def test_gem_validate_finds_nothing_on_imported_envs(family, bridge, openenv_server, monkeypatch):
+    """An env that came in through a bridge is attacked like any other: no blind strategy pays."""
+    from gem.checks import validate
+
+    serve_hub(monkeypatch)
+    env_id = FAMILY_IDS[family]
+    _record(env_id, 0)  # skips where the family's extra is missing
+    env = IMPORTED_ENV_FACTORIES[bridge](env_id, openenv_server)
+    try:
+        report = validate(env, seeds=[0, 1])
+    finally:
+        env.close()
+    assert report.episodes > 0 and report.strategies, report.summary()
+    assert report.ok, report.summary()
