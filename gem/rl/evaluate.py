@@ -182,5 +182,39 @@ def render_markdown(records: Sequence[dict[str, Any]]) -> str:
             f"| {b[key]:.3f} ± {b['se']:.3f} (n={b['n']}) | {a[key]:.3f} ± {a['se']:.3f} (n={a['n']}) "
             f"| {imp['diff']:+.3f} ± {imp['se']:.3f} | {'yes' if imp['clear'] else 'no'} |"
         )
-    cmds = [f"`{r['command']}`" for r in records]
-    return "\n".join(lines) + "\n\nCommands:\n\n" + "\n".join(f"* {c}" for c in cmds) + "\n"
+    text = "\n".join(lines) + "\n"
+    for r in records:
+        name = r.get("name", "")
+        text += f"\n`{name}`: `{r['command']}`\n"
+        if name:
+            text += f"\n![{name}](learning/{name}.png)\n"
+    return text
+
+
+DOC_BEGIN, DOC_END = "<!-- learning-records:begin -->\n", "<!-- learning-records:end -->"
+
+
+def update_doc(doc: str | Path, record_dir: str | Path) -> bool:
+    """Replace the block between the learning-records markers of ``doc`` with the rendering of every
+    ``<record_dir>/*.json``; returns whether the file changed."""
+    import re
+
+    doc = Path(doc)
+    records = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(Path(record_dir).glob("*.json"))]
+    text = doc.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(DOC_BEGIN) + r".*?" + re.escape(DOC_END), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"{doc} has no {DOC_BEGIN.strip()} ... {DOC_END} block")
+    new = pattern.sub(lambda _: DOC_BEGIN + render_markdown(records) + DOC_END, text)
+    if new != text:
+        doc.write_text(new, encoding="utf-8")
+    return new != text
+
+
+if __name__ == "__main__":  # python -m gem.rl.evaluate docs/rl.md docs/learning
+    import sys
+
+    if len(sys.argv) != 3:
+        sys.exit("usage: python -m gem.rl.evaluate DOC.md RECORD_DIR")
+    changed = update_doc(sys.argv[1], sys.argv[2])
+    sys.stdout.write(f"{sys.argv[1]}: {'updated' if changed else 'unchanged'}\n")

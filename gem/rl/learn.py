@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", required=True, help="the record's name: <record-dir>/<name>.json and .png")
     p.add_argument("--record-dir", default="docs/learning")
     p.add_argument("--eval-episodes", type=int, default=200, help="held-out episodes before and after")
+    p.add_argument("--doc", default=None, help="also regenerate this markdown file's learning-records block")
     p.add_argument("--eval-batch", type=int, default=50, help="episodes per evaluation batch")
     p.set_defaults(model=None, env="math:Arithmetic", algo="rebn", steps=60, num_envs=16, group_size=4,
                    lr=1e-5, train_layers=0, max_new_tokens=48, temperature=1.0, save_every=0,
@@ -104,7 +105,7 @@ def learn(args: argparse.Namespace, command: str, progress_factory: Any = None) 
             bar.close()
     after = run_eval(str(out / "final"), "after")
     record = {
-        "model": Path(args.model).name if Path(args.model).exists() else args.model,
+        "name": args.name, "model": Path(args.model).name if Path(args.model).exists() else args.model,
         "env": args.env, "algo": args.algo, "steps": args.steps, "command": command,
         "seconds": round(time.perf_counter() - t0, 1), "before": before, "after": after,
         "settings": {k: getattr(args, k) for k in ("num_envs", "group_size", "lr", "train_layers", "max_new_tokens",
@@ -117,6 +118,10 @@ def learn(args: argparse.Namespace, command: str, progress_factory: Any = None) 
 
     record = json.loads(path.read_text(encoding="utf-8"))
     plot_record(record, path.with_suffix(".png"))
+    if args.doc:
+        from gem.rl.evaluate import update_doc
+
+        update_doc(args.doc, args.record_dir)
     return record
 
 
