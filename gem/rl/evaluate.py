@@ -72,10 +72,15 @@ def evaluate(
     chat: bool = True,
     seed_base: int = EVAL_SEED_BASE,
     progress: Any = None,
+    greedy: bool = True,
+    temperature: float = 1.0,
+    sample_seed: int = 0,
 ) -> dict[str, Any]:
-    """Greedy episodes of ``model`` on ``env_id`` for ``n`` held-out seeds; see :func:`summarize`.
+    """Episodes of ``model`` on ``env_id`` for ``n`` held-out seeds; see :func:`summarize`.
 
-    ``progress``, when given, is called with the number of episodes finished so far.
+    Greedy by default; ``greedy=False`` samples at ``temperature`` from a generator seeded with
+    ``sample_seed`` (the same draws before and after training, for a given model). ``progress``,
+    when given, is called with the number of episodes finished so far.
     """
     import gem
     from gem.rl.hf import HFPolicy
@@ -85,7 +90,7 @@ def evaluate(
         raise ValueError(f"batch must be at least 1, got {batch!r}.")
     seeds = eval_seeds(n, seed_base)
     policy = HFPolicy(model, tokenizer, max_new_tokens=max_new_tokens, max_prompt_tokens=max_prompt_tokens,
-                      apply_chat_template=chat, greedy=True)
+                      apply_chat_template=chat, greedy=greedy, temperature=temperature, seed=sample_seed)
     fns = []
     if wrappers:
         from gem.wrappers.wrapper_factory import get_wrapper_fns

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import csv
 import logging
+import os
 import shlex
 import sys
 import time
@@ -41,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--record-dir", default="docs/learning")
     p.add_argument("--eval-episodes", type=int, default=200, help="held-out episodes before and after")
     p.add_argument("--doc", default=None, help="also regenerate this markdown file's learning-records block")
+    p.add_argument("--eval-sample", action="store_true",
+                   help="evaluate by sampling at --temperature (seeded) instead of greedy decoding")
     p.add_argument("--eval-batch", type=int, default=50, help="episodes per evaluation batch")
     p.set_defaults(model=None, env="math:Arithmetic", algo="rebn", steps=60, num_envs=16, group_size=4,
                    lr=1e-5, train_layers=0, max_new_tokens=48, temperature=1.0, save_every=0,
@@ -64,7 +67,7 @@ def _curve(metrics_csv: Path) -> list[dict[str, Any]]:
 
 def learn(args: argparse.Namespace, command: str, progress_factory: Any = None) -> dict[str, Any]:
     """Evaluate, train, evaluate, write the record and the PNG; returns the record."""
-    from gem.rl.evaluate import evaluate, plot_record, write_record
+    from gem.rl.evaluate import EVAL_SEED_BASE, evaluate, plot_record, write_record
     from gem.rl.hf import load_model_and_tokenizer
     from gem.rl.train import train
 
@@ -75,7 +78,8 @@ def learn(args: argparse.Namespace, command: str, progress_factory: Any = None) 
     t0 = time.perf_counter()
     chat = not args.no_chat_template and "concat_chat" not in args.wrappers
     eval_kwargs = dict(wrappers=args.wrappers, batch=args.eval_batch, max_new_tokens=args.max_new_tokens,
-                       max_prompt_tokens=args.max_prompt_tokens, max_turns=args.max_turns, chat=chat)
+                       max_prompt_tokens=args.max_prompt_tokens, max_turns=args.max_turns, chat=chat,
+                       greedy=not args.eval_sample, temperature=args.temperature, sample_seed=args.seed)
 
     def run_eval(model_ref: str, label: str) -> dict[str, Any]:
         model, tokenizer = load_model_and_tokenizer(model_ref, seed=args.seed, dtype=args.dtype)
@@ -104,14 +108,18 @@ def learn(args: argparse.Namespace, command: str, progress_factory: Any = None) 
         if bar is not None:
             bar.close()
     after = run_eval(str(out / "final"), "after")
+    curve = _curve(out / "metrics.csv")
     record = {
         "name": args.name, "model": Path(args.model).name if Path(args.model).exists() else args.model,
-        "env": args.env, "algo": args.algo, "steps": args.steps, "command": command,
+        "env": args.env, "algo": args.algo, "steps": len(curve), "command": command,
         "seconds": round(time.perf_counter() - t0, 1), "before": before, "after": after,
         "settings": {k: getattr(args, k) for k in ("num_envs", "group_size", "lr", "train_layers", "max_new_tokens",
                                                    "temperature", "epochs", "minibatch", "seed", "wrappers",
-                                                   "eval_episodes")},
-        "curve": _curve(out / "metrics.csv"),
+                                                   "max_minutes", "steps", "threads")},
+        "eval": {"episodes": args.eval_episodes, "seeds_from": EVAL_SEED_BASE,
+                 "decoding": f"sampled at temperature {args.temperature}" if args.eval_sample else "greedy"},
+        "load_average_at_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "curve": curve,
     }
     path = write_record(Path(args.record_dir) / f"{args.name}.json", record)
     import json

@@ -77,6 +77,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--clip", type=float, default=0.2, help="PPO ratio clip")
     p.add_argument("--vf-coef", type=float, default=0.5)
     p.add_argument("--max-grad-norm", type=float, default=1.0)
+    p.add_argument("--max-minutes", type=float, default=0.0,
+                   help="stop after the step that passes this many minutes of training (0: run all --steps)")
     p.add_argument("--train-layers", type=int, default=0,
                    help="train only the last N transformer blocks and the final norm (0: the whole model)")
     p.add_argument("--max-new-tokens", type=int, default=64)
@@ -353,6 +355,8 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
     sample_every = getattr(args, "sample_every", 0)
     logger.info("training %s with %s on %s: %d steps of %d episodes (sampler %s%s)", args.model, args.algo,
                 args.env, args.steps, args.num_envs, kind, ", compiled" if compile_ else "")
+    started = time.perf_counter()
+    max_seconds = 60.0 * (getattr(args, "max_minutes", 0.0) or 0.0)
     try:
         for step in range(1, args.steps + 1):
             t0 = time.perf_counter()
@@ -385,6 +389,10 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
                 progress(row)
             if args.save_every and step % args.save_every == 0:
                 _save(model, tokenizer, value_head, out / f"checkpoint-{step}")
+            if max_seconds and time.perf_counter() - started > max_seconds and step < args.steps:
+                logger.info("stopping after step %d of %d: --max-minutes %.1f reached", step, args.steps,
+                            args.max_minutes)
+                break
         _save(model, tokenizer, value_head, out / "final")
     finally:
         log.close()
