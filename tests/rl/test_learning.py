@@ -153,3 +153,14 @@ def test_docs_show_the_learning_records_exactly():
     m = re.search(r"<!-- learning-records:begin -->\n(.*?)<!-- learning-records:end -->", text, re.S)
     assert m, "docs/rl.md lacks the learning-records block"
     assert m.group(1) == render_markdown(records)
+
+
+def test_max_minutes_stops_training_early(tmp_path):
+    out = tmp_path / "run"
+    code = train_main(["--model", "tiny", "--env", "game:GuessTheNumber-v0-easy", "--algo", "reinforce",
+                       "--steps", "5", "--num-envs", "2", "--group-size", "1", "--max-new-tokens", "4",
+                       "--max-minutes", "1e-6", "--output-dir", str(out), "--quiet"])
+    assert code == 0
+    rows = (out / "metrics.csv").read_text().splitlines()
+    assert len(rows) == 2  # the header and step 1 only
+    assert (out / "final" / "config.json").is_file()
