@@ -75,6 +75,7 @@ def evaluate(
     greedy: bool = True,
     temperature: float = 1.0,
     sample_seed: int = 0,
+    sampler: str = "plain",
 ) -> dict[str, Any]:
     """Episodes of ``model`` on ``env_id`` for ``n`` held-out seeds; see :func:`summarize`.
 
@@ -90,7 +91,8 @@ def evaluate(
         raise ValueError(f"batch must be at least 1, got {batch!r}.")
     seeds = eval_seeds(n, seed_base)
     policy = HFPolicy(model, tokenizer, max_new_tokens=max_new_tokens, max_prompt_tokens=max_prompt_tokens,
-                      apply_chat_template=chat, greedy=greedy, temperature=temperature, seed=sample_seed)
+                      apply_chat_template=chat, greedy=greedy, temperature=temperature, seed=sample_seed,
+                      sampler=sampler)
     fns = []
     if wrappers:
         from gem.wrappers.wrapper_factory import get_wrapper_fns

@@ -15,7 +15,7 @@ from gem.errors import ResourceUnavailable
 from gem.rl.losses import token_logprobs
 from gem.rl.models import resolve_model
 from gem.rl.rollout import Generation
-from gem.rl.sampling import SAMPLERS, StaticSampler, sample_plain
+from gem.rl.sampling import SAMPLERS, StaticSampler, sample_plain, sample_prefix
 
 logger = logging.getLogger(__name__)
 
@@ -130,8 +130,8 @@ class HFPolicy:
         apply_chat_template: wrap each prompt as a user message with the tokenizer's chat
             template (turn off when a ``concat_chat`` wrapper already renders it).
         value_head: a module mapping the last prompt hidden state to ``V(s)`` (PPO's critic).
-        sampler: ``"plain"`` (``model.generate``) or ``"static"`` (a static-KV-cache decoding loop,
-            see :mod:`gem.rl.sampling`).
+        sampler: ``"plain"`` (``model.generate``), ``"static"`` (a static-KV-cache decoding loop) or
+            ``"prefix"`` (one prompt pass per distinct prompt), see :mod:`gem.rl.sampling`.
         compile: ``torch.compile`` the static sampler's decode step.
         seed: seeds the policy's own ``torch.Generator``; torch's global random state is never
             changed (``generate`` runs under ``torch.random.fork_rng``).
@@ -193,6 +193,8 @@ class HFPolicy:
         try:
             if self.static is not None:
                 responses, logprobs = self.static.sample(prompt_ids, **kwargs)
+            elif self.sampler == "prefix":
+                responses, logprobs = sample_prefix(self.model, prompt_ids, **kwargs)
             else:
                 responses, logprobs = sample_plain(self.model, prompt_ids, **kwargs), None
             values = None

@@ -69,7 +69,7 @@ def learn(args: argparse.Namespace, command: str, progress_factory: Any = None) 
     """Evaluate, train, evaluate, write the record and the PNG; returns the record."""
     from gem.rl.evaluate import EVAL_SEED_BASE, evaluate, plot_record, write_record
     from gem.rl.hf import load_model_and_tokenizer
-    from gem.rl.train import train
+    from gem.rl.train import _samplers, train
 
     if args.eval_episodes < 1:
         raise SystemExit(f"--eval-episodes must be at least 1, got {args.eval_episodes}.")
@@ -79,7 +79,8 @@ def learn(args: argparse.Namespace, command: str, progress_factory: Any = None) 
     chat = not args.no_chat_template and "concat_chat" not in args.wrappers
     eval_kwargs = dict(wrappers=args.wrappers, batch=args.eval_batch, max_new_tokens=args.max_new_tokens,
                        max_prompt_tokens=args.max_prompt_tokens, max_turns=args.max_turns, chat=chat,
-                       greedy=not args.eval_sample, temperature=args.temperature, sample_seed=args.seed)
+                       greedy=not args.eval_sample, temperature=args.temperature, sample_seed=args.seed,
+                       sampler="prefix" if _samplers(args)[0] == "prefix" else "plain")
 
     def run_eval(model_ref: str, label: str) -> dict[str, Any]:
         model, tokenizer = load_model_and_tokenizer(model_ref, seed=args.seed, dtype=args.dtype)

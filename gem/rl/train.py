@@ -43,7 +43,7 @@ logger = logging.getLogger("gem.rl.train")  # also when run as __main__
 
 CSV_FIELDS = ["step", "mean_return", "success_rate", "mean_turns", "transitions", "loss", "value_loss",
               "mean_advantage", "seconds", "skipped", "sample_seconds", "update_seconds", "response_tokens"]
-SAMPLER_CHOICES = ("auto", "plain", "static")
+SAMPLER_CHOICES = ("auto", "plain", "static", "prefix")
 SKIP_NOTE = "skipped: no learning signal (all advantages are zero)"
 
 
@@ -89,7 +89,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--rollout", choices=("hf", "vllm"), default="hf", help="sampler: transformers or vLLM (GPU)")
     p.add_argument("--sampler", choices=SAMPLER_CHOICES, default="auto",
                    help="hf rollout: 'plain' model.generate, 'static' a static-KV-cache decoding loop "
-                        "(auto: static and compiled on CUDA, plain on CPU)")
+                        "(auto: static and compiled on CUDA, plain on CPU); 'prefix' runs the prompt pass once per "
+                        "distinct prompt (fastest on a CPU when envs share their first prompt)")
     p.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
                    help="torch.compile the static sampler's decode step (auto: on CUDA only)")
     p.add_argument("--threads", type=int, default=None,
