@@ -180,7 +180,7 @@ def update(model: Any, value_head: Any, optimizer: Any, transitions: Sequence[An
     """``args.epochs`` passes of the policy (and value) loss over ``transitions``; returns mean losses."""
     import torch
 
-    from gem.rl.hf import sequence_forward
+    from gem.rl.hf import sequence_forward, sequence_forward_prefix
     from gem.rl.losses import ppo_loss, reinforce_loss, value_loss
 
     params = [p for p in model.parameters() if p.requires_grad]
@@ -196,10 +196,15 @@ def update(model: Any, value_head: Any, optimizer: Any, transitions: Sequence[An
         for start in range(0, len(order), args.minibatch):
             batch = [transitions[i] for i in order[start:start + args.minibatch]]
             batch_idx = order[start:start + args.minibatch]
-            logp, mask, values = sequence_forward(
-                model, [t.prompt_ids for t in batch], [t.response_ids for t in batch], pad_id,
-                args.temperature, value_head if args.algo == "ppo" else None,
-            )
+            if getattr(args, "sampler", "auto") == "prefix" and args.algo != "ppo":
+                logp, mask = sequence_forward_prefix(
+                    model, [t.prompt_ids for t in batch], [t.response_ids for t in batch], pad_id, args.temperature)
+                values = None
+            else:
+                logp, mask, values = sequence_forward(
+                    model, [t.prompt_ids for t in batch], [t.response_ids for t in batch], pad_id,
+                    args.temperature, value_head if args.algo == "ppo" else None,
+                )
             adv = torch.tensor([t.advantage for t in batch], dtype=torch.float32, device=device)
             # the loss is a mean over the masked tokens of the minibatch, weighted by its share of the batch
             weight = len(batch) / len(transitions)

@@ -71,3 +71,25 @@ def test_policy_with_prefix_sampler(tokenizer, model):
     assert len(gens) == 2 and all(len(g.logprobs) == len(g.response_ids) >= 1 for g in gens)
     with pytest.raises(ValueError, match="prefix"):
         HFPolicy(model, tokenizer, sampler="bogus")
+
+
+def test_prefix_forward_equals_the_plain_forward_and_its_gradient(tokenizer):
+    from gem.rl.hf import sequence_forward_prefix
+
+    model = build_tiny_model(tokenizer, seed=4)
+    prompts = _prompts(tokenizer)
+    responses = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in [" 5", " seven and", "", " 3", " 12 4"]]
+    pad = tokenizer.pad_token_id
+    adv = torch.tensor([1.0, -0.5, 0.3, 2.0, -1.0])
+
+    def grads(fn):
+        model.zero_grad()
+        lp, mask = fn()[:2]
+        (lp.sum(-1) * adv).sum().backward()
+        return lp.detach(), mask, [p.grad.clone() for p in model.parameters()]
+
+    a_lp, a_mask, a_g = grads(lambda: sequence_forward(model, prompts, responses, pad, 0.8))
+    b_lp, b_mask, b_g = grads(lambda: sequence_forward_prefix(model, prompts, responses, pad, 0.8))
+    assert torch.equal(a_mask, b_mask)
+    assert torch.allclose(a_lp, b_lp, atol=1e-5)
+    assert all(torch.allclose(x, y, atol=1e-5) for x, y in zip(a_g, b_g))
