@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", required=True, help="the record's name: <record-dir>/<name>.json and .png")
     p.add_argument("--record-dir", default="docs/learning")
     p.add_argument("--eval-episodes", type=int, default=200, help="held-out episodes before and after")
+    p.add_argument("--skip-training", action="store_true",
+                   help="evaluate an earlier run's <output-dir> (its final checkpoint and metrics.csv) again, "
+                        "e.g. on more episodes, instead of training")
     p.add_argument("--doc", default=None, help="also regenerate this markdown file's learning-records block")
     p.add_argument("--eval-sample", action="store_true",
                    help="evaluate by sampling at --temperature (seeded) instead of greedy decoding")
@@ -67,7 +70,7 @@ def _curve(metrics_csv: Path) -> list[dict[str, Any]]:
 
 def learn(args: argparse.Namespace, command: str, progress_factory: Any = None) -> dict[str, Any]:
     """Evaluate, train, evaluate, write the record and the PNG; returns the record."""
-    from gem.rl.evaluate import EVAL_SEED_BASE, evaluate, plot_record, write_record
+    from gem.rl.evaluate import evaluate
     from gem.rl.hf import load_model_and_tokenizer
     from gem.rl.train import _samplers, train
 
@@ -96,6 +99,12 @@ def learn(args: argparse.Namespace, command: str, progress_factory: Any = None) 
         return result
 
     before = run_eval(args.model, "before")
+    if args.skip_training:
+        out = Path(args.output_dir)
+        if not (out / "final" / "config.json").is_file() or not (out / "metrics.csv").is_file():
+            raise SystemExit(f"--skip-training: {out} has no finished run (final/ and metrics.csv).")
+        after = run_eval(str(out / "final"), "after")
+        return _finish(args, command, t0, before, after, out)
     bar = progress_factory(args.steps, "train") if progress_factory else None
 
     def on_step(row: dict[str, Any]) -> None:
@@ -109,14 +118,23 @@ def learn(args: argparse.Namespace, command: str, progress_factory: Any = None) 
         if bar is not None:
             bar.close()
     after = run_eval(str(out / "final"), "after")
+    return _finish(args, command, t0, before, after, out)
+
+
+def _finish(args: argparse.Namespace, command: str, t0: float, before: dict[str, Any], after: dict[str, Any],
+            out: Path) -> dict[str, Any]:
+    from gem.rl.evaluate import EVAL_SEED_BASE, plot_record, write_record
+
     curve = _curve(out / "metrics.csv")
     record = {
         "name": args.name, "model": Path(args.model).name if Path(args.model).exists() else args.model,
         "env": args.env, "algo": args.algo, "steps": len(curve), "command": command,
         "seconds": round(time.perf_counter() - t0, 1), "before": before, "after": after,
+        "training_seconds": round(sum(row.get("seconds", 0.0) for row in curve), 1),
         "settings": {k: getattr(args, k) for k in ("num_envs", "group_size", "lr", "train_layers", "max_new_tokens",
                                                    "temperature", "epochs", "minibatch", "seed", "wrappers",
                                                    "max_minutes", "steps", "threads")},
+        "training": "an earlier run in its output dir, re-evaluated" if args.skip_training else "this command",
         "eval": {"episodes": args.eval_episodes, "seeds_from": EVAL_SEED_BASE,
                  "decoding": f"sampled at temperature {args.temperature}" if args.eval_sample else "greedy"},
         "load_average_at_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,

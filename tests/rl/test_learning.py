@@ -144,6 +144,19 @@ def test_learn_end_to_end_on_the_tiny_model(tmp_path):
     assert rec["before"]["n"] == rec["after"]["n"] == 3
     assert rec["command"].startswith("python -m gem.rl.learn --model tiny")
     assert (tmp_path / "rec" / "tiny-run.png").stat().st_size > 1000
+    assert rec["training_seconds"] == pytest.approx(sum(row["seconds"] for row in rec["curve"]), abs=0.2)
+    # the same run evaluated again on more episodes, without training
+    code = main(["--model", "tiny", "--name", "again", "--record-dir", str(tmp_path / "rec"),
+                 "--env", "game:GuessTheNumber-v0-easy", "--algo", "reinforce", "--max-new-tokens", "4",
+                 "--max-turns", "3", "--eval-episodes", "5", "--output-dir", str(tmp_path / "run"), "--quiet",
+                 "--skip-training"])
+    assert code == 0
+    again = json.loads((tmp_path / "rec" / "again.json").read_text())
+    assert again["curve"] == rec["curve"] and again["after"]["n"] == 5 and again["training"].startswith("an earlier")
+    assert "(re-evaluated)" in render_markdown([again])
+    with pytest.raises(SystemExit):
+        main(["--model", "tiny", "--name", "x", "--record-dir", str(tmp_path / "rec"), "--skip-training",
+              "--output-dir", str(tmp_path / "nothing"), "--eval-episodes", "1", "--max-new-tokens", "2", "--quiet"])
 
 
 def test_docs_show_the_learning_records_exactly():
