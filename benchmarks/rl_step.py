@@ -9,7 +9,9 @@ and the sampled response tokens per second of rollout time:
   trained;
 * ``static``: the static-KV-cache sampler (log-probs recorded while decoding, no second pass),
   whole model trained;
-* ``static+top<N>``: the same, training only the last ``--train-layers`` blocks.
+* ``prefix``: one prompt pass per distinct prompt (GEM first turns often share their prompt),
+  log-probs recorded while decoding, whole model trained;
+* ``prefix+top<N>``: the same, training only the last ``--train-layers`` blocks.
 
 The first step of each configuration is a warm-up and is not counted.
 
@@ -69,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     results = [
         run_config("baseline", base, ["--sampler", "plain"]),
         run_config("static", base, ["--sampler", "static"]),
-        run_config(f"static+top{a.train_layers}", base, ["--sampler", "static", "--train-layers", str(a.train_layers)]),
+        run_config("prefix", base, ["--sampler", "prefix"]),
+        run_config(f"prefix+top{a.train_layers}", base, ["--sampler", "prefix", "--train-layers", str(a.train_layers)]),
     ]
     out = {"model": Path(model).name, "env": a.env, "num_envs": a.num_envs, "max_new_tokens": a.max_new_tokens,
            "threads": a.threads, "results": results}
