@@ -15,7 +15,7 @@ from gem.errors import ResourceUnavailable
 from gem.rl.losses import token_logprobs
 from gem.rl.models import resolve_model
 from gem.rl.rollout import Generation
-from gem.rl.sampling import SAMPLERS, StaticSampler, sample_plain
+from gem.rl.sampling import SAMPLERS, StaticSampler, sample_plain, sample_prefix
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +119,58 @@ def sequence_forward(
     return logprobs, mask, values
 
 
+def sequence_forward_prefix(
+    model: Any,
+    prompt_ids: Sequence[Sequence[int]],
+    response_ids: Sequence[Sequence[int]],
+    pad_id: int,
+    temperature: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`sequence_forward`'s log-probs and mask, with one prompt pass per distinct prompt.
+
+    The distinct prompts run once (left-padded); their key/value cache is indexed out to every row
+    that shares the prompt, and the responses run on top of it. Gradients flow through the shared
+    cache, so the result and its gradient equal :func:`sequence_forward`'s (tested), at a fraction
+    of the cost when many transitions share a long prompt (a GEM batch's first turns).
+    """
+    from transformers import DynamicCache
+
+    from gem.rl.sampling import left_pad
+
+    device = next(model.parameters()).device
+    keys = [tuple(p) for p in prompt_ids]
+    unique = list(dict.fromkeys(keys))
+    index = {k: i for i, k in enumerate(unique)}
+    rows = torch.tensor([index[k] for k in keys], dtype=torch.long, device=device)
+    ids, attn = left_pad([list(u) for u in unique], pad_id)
+    ids, attn = ids.to(device), attn.to(device)
+    pos = (attn.cumsum(-1) - 1).clamp(min=0)
+    out = model(input_ids=ids, attention_mask=attn, position_ids=pos, past_key_values=DynamicCache(),
+                use_cache=True, logits_to_keep=1)
+    cache = out.past_key_values
+    if len(unique) != len(keys):
+        cache.batch_select_indices(rows)
+    first = out.logits[:, -1, :][rows]
+    b = len(keys)
+    width = max(max((len(r) for r in response_ids), default=0), 1)
+    resp = torch.full((b, width), pad_id, dtype=torch.long, device=device)
+    mask = torch.zeros((b, width), device=device)
+    for i, r in enumerate(response_ids):
+        if len(r):
+            resp[i, :len(r)] = torch.tensor(list(r), dtype=torch.long, device=device)
+            mask[i, :len(r)] = 1.0
+    if width > 1:
+        full_mask = torch.cat([attn[rows], mask[:, :width - 1].long()], dim=1)
+        rpos = pos[rows, -1:] + 1 + torch.arange(width - 1, device=device)
+        rest = model(input_ids=resp[:, :width - 1], attention_mask=full_mask, position_ids=rpos,
+                     past_key_values=cache, use_cache=True).logits
+        logits = torch.cat([first.unsqueeze(1), rest], dim=1)
+    else:
+        logits = first.unsqueeze(1)
+    logprobs = token_logprobs(logits / temperature, resp) * mask
+    return logprobs, mask
+
+
 class HFPolicy:
     """Samples actions from a causal LM; records prompt/response ids and sampling log-probs.
 
@@ -130,8 +182,8 @@ class HFPolicy:
         apply_chat_template: wrap each prompt as a user message with the tokenizer's chat
             template (turn off when a ``concat_chat`` wrapper already renders it).
         value_head: a module mapping the last prompt hidden state to ``V(s)`` (PPO's critic).
-        sampler: ``"plain"`` (``model.generate``) or ``"static"`` (a static-KV-cache decoding loop,
-            see :mod:`gem.rl.sampling`).
+        sampler: ``"plain"`` (``model.generate``), ``"static"`` (a static-KV-cache decoding loop) or
+            ``"prefix"`` (one prompt pass per distinct prompt), see :mod:`gem.rl.sampling`.
         compile: ``torch.compile`` the static sampler's decode step.
         seed: seeds the policy's own ``torch.Generator``; torch's global random state is never
             changed (``generate`` runs under ``torch.random.fork_rng``).
@@ -193,6 +245,8 @@ class HFPolicy:
         try:
             if self.static is not None:
                 responses, logprobs = self.static.sample(prompt_ids, **kwargs)
+            elif self.sampler == "prefix":
+                responses, logprobs = sample_prefix(self.model, prompt_ids, **kwargs)
             else:
                 responses, logprobs = sample_plain(self.model, prompt_ids, **kwargs), None
             values = None

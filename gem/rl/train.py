@@ -42,8 +42,8 @@ from gem.rl.estimators import ALGORITHMS
 logger = logging.getLogger("gem.rl.train")  # also when run as __main__
 
 CSV_FIELDS = ["step", "mean_return", "success_rate", "mean_turns", "transitions", "loss", "value_loss",
-              "mean_advantage", "seconds", "skipped"]
-SAMPLER_CHOICES = ("auto", "plain", "static")
+              "mean_advantage", "seconds", "skipped", "sample_seconds", "update_seconds", "response_tokens"]
+SAMPLER_CHOICES = ("auto", "plain", "static", "prefix")
 SKIP_NOTE = "skipped: no learning signal (all advantages are zero)"
 
 
@@ -77,6 +77,10 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--clip", type=float, default=0.2, help="PPO ratio clip")
     p.add_argument("--vf-coef", type=float, default=0.5)
     p.add_argument("--max-grad-norm", type=float, default=1.0)
+    p.add_argument("--max-minutes", type=float, default=0.0,
+                   help="stop after the step that passes this many minutes of training (0: run all --steps)")
+    p.add_argument("--train-layers", type=int, default=0,
+                   help="train only the last N transformer blocks and the final norm (0: the whole model)")
     p.add_argument("--max-new-tokens", type=int, default=64)
     p.add_argument("--max-prompt-tokens", type=int, default=768)
     p.add_argument("--max-turns", type=int, default=50, help="safety cap on turns per episode")
@@ -85,7 +89,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--rollout", choices=("hf", "vllm"), default="hf", help="sampler: transformers or vLLM (GPU)")
     p.add_argument("--sampler", choices=SAMPLER_CHOICES, default="auto",
                    help="hf rollout: 'plain' model.generate, 'static' a static-KV-cache decoding loop "
-                        "(auto: static and compiled on CUDA, plain on CPU)")
+                        "(auto: static and compiled on CUDA, plain on CPU); 'prefix' runs the prompt pass once per "
+                        "distinct prompt (fastest on a CPU when envs share their first prompt)")
     p.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
                    help="torch.compile the static sampler's decode step (auto: on CUDA only)")
     p.add_argument("--threads", type=int, default=None,
@@ -108,6 +113,8 @@ def _validate(args: argparse.Namespace) -> None:
             raise SystemExit(f"gem train: --{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}.")
     if getattr(args, "threads", None) is not None and args.threads < 1:
         raise SystemExit(f"gem train: --threads must be at least 1, got {args.threads}.")
+    if getattr(args, "train_layers", 0) < 0:
+        raise SystemExit(f"gem train: --train-layers must be 0 or more, got {args.train_layers}.")
     if getattr(args, "sample_every", 0) < 0:
         raise SystemExit(f"gem train: --sample-every must be 0 or more, got {args.sample_every}.")
     if args.num_envs % args.group_size:
@@ -173,10 +180,11 @@ def update(model: Any, value_head: Any, optimizer: Any, transitions: Sequence[An
     """``args.epochs`` passes of the policy (and value) loss over ``transitions``; returns mean losses."""
     import torch
 
-    from gem.rl.hf import sequence_forward
+    from gem.rl.hf import sequence_forward, sequence_forward_prefix
     from gem.rl.losses import ppo_loss, reinforce_loss, value_loss
 
-    params = [p for p in model.parameters()] + (list(value_head.parameters()) if value_head is not None else [])
+    params = [p for p in model.parameters() if p.requires_grad]
+    params += list(value_head.parameters()) if value_head is not None else []
     device = next(model.parameters()).device
     order = list(range(len(transitions)))
     rng = random.Random(args.seed)
@@ -188,10 +196,15 @@ def update(model: Any, value_head: Any, optimizer: Any, transitions: Sequence[An
         for start in range(0, len(order), args.minibatch):
             batch = [transitions[i] for i in order[start:start + args.minibatch]]
             batch_idx = order[start:start + args.minibatch]
-            logp, mask, values = sequence_forward(
-                model, [t.prompt_ids for t in batch], [t.response_ids for t in batch], pad_id,
-                args.temperature, value_head if args.algo == "ppo" else None,
-            )
+            if getattr(args, "sampler", "auto") == "prefix" and args.algo != "ppo":
+                logp, mask = sequence_forward_prefix(
+                    model, [t.prompt_ids for t in batch], [t.response_ids for t in batch], pad_id, args.temperature)
+                values = None
+            else:
+                logp, mask, values = sequence_forward(
+                    model, [t.prompt_ids for t in batch], [t.response_ids for t in batch], pad_id,
+                    args.temperature, value_head if args.algo == "ppo" else None,
+                )
             adv = torch.tensor([t.advantage for t in batch], dtype=torch.float32, device=device)
             # the loss is a mean over the masked tokens of the minibatch, weighted by its share of the batch
             weight = len(batch) / len(transitions)
@@ -217,6 +230,50 @@ def update(model: Any, value_head: Any, optimizer: Any, transitions: Sequence[An
         optimizer.zero_grad(set_to_none=True)
     return {"loss": float(sum(losses) / max(len(losses), 1)),
             "value_loss": float(sum(vlosses) / len(vlosses)) if vlosses else float("nan")}
+
+
+def _blocks(model: Any) -> Any:
+    """The model's stack of transformer blocks (Llama-style ``model.layers``, GPT-2 ``transformer.h``)."""
+    for path in ("model.layers", "transformer.h", "gpt_neox.layers", "model.decoder.layers"):
+        obj = model
+        for name in path.split("."):
+            obj = getattr(obj, name, None)
+            if obj is None:
+                break
+        if obj is not None:
+            return obj
+    raise ValueError(f"--train-layers: cannot find the transformer blocks of {type(model).__name__}; "
+                     "pass --train-layers 0 to train the whole model.")
+
+
+def freeze_all_but_last(model: Any, n: int) -> int:
+    """Train only the last ``n`` transformer blocks and the final norm; returns the trainable count.
+
+    Embeddings (and a tied output layer) stay frozen, so autograd does not run through the frozen
+    lower blocks at all: the backward pass covers only the ``n`` top blocks. ``n`` of 0 leaves every
+    parameter trainable; ``n`` above the number of blocks is an error.
+    """
+    if n == 0:
+        return sum(p.numel() for p in model.parameters() if p.requires_grad)
+    blocks = _blocks(model)
+    if n > len(blocks):
+        raise ValueError(f"--train-layers {n} is more than the model's {len(blocks)} blocks.")
+    for p in model.parameters():
+        p.requires_grad_(False)
+    keep = list(blocks[len(blocks) - n:])
+    for name in ("model.norm", "transformer.ln_f", "gpt_neox.final_layer_norm", "model.decoder.final_layer_norm"):
+        obj = model
+        for part in name.split("."):
+            obj = getattr(obj, part, None)
+            if obj is None:
+                break
+        if obj is not None:
+            keep.append(obj)
+            break
+    for module in keep:
+        for p in module.parameters():
+            p.requires_grad_(True)
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 def has_signal(transitions: Sequence[Any], algo: str, eps: float = 1e-12) -> bool:
@@ -278,6 +335,8 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     model, tokenizer = load_model_and_tokenizer(args.model, seed=args.seed, dtype=args.dtype)
     model.to(args.device)
+    trainable = freeze_all_but_last(model, getattr(args, "train_layers", 0))
+    logger.info("%d of %d parameters are trained", trainable, sum(p.numel() for p in model.parameters()))
     value_head = None
     if args.algo == "ppo":
         value_head = torch.nn.Linear(model.config.hidden_size, 1).to(args.device)
@@ -294,13 +353,16 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
                          value_head, sampler=kind, compile=compile_, seed=args.seed)
     if args.rollout != "vllm":
         sampler = hf_policy
-    params = list(model.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
+    params = [p for p in model.parameters() if p.requires_grad]
+    params += list(value_head.parameters()) if value_head is not None else []
     optimizer = torch.optim.AdamW(params, lr=args.lr)
     vec = _make_envs(args, tokenizer)
     log = _Logger(out, args)
     sample_every = getattr(args, "sample_every", 0)
     logger.info("training %s with %s on %s: %d steps of %d episodes (sampler %s%s)", args.model, args.algo,
                 args.env, args.steps, args.num_envs, kind, ", compiled" if compile_ else "")
+    started = time.perf_counter()
+    max_seconds = 60.0 * (getattr(args, "max_minutes", 0.0) or 0.0)
     try:
         for step in range(1, args.steps + 1):
             t0 = time.perf_counter()
@@ -308,18 +370,23 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
             base = args.seed * 1_000_003 + step * groups
             seeds = [base + i // args.group_size for i in range(args.num_envs)]
             episodes = collect_episodes(vec, sampler, seeds=seeds, max_turns=args.max_turns)
+            t_sampled = time.perf_counter()
             if args.algo == "ppo" and args.rollout == "vllm":  # values from the trainer's critic
                 _fill_values(hf_policy, episodes)
             assign_advantages(episodes, args.algo, gamma=args.gamma, lam=args.lam)
             transitions = [t for ep in episodes for t in ep.transitions if t.response_ids]
             stats = episode_stats(episodes)
             skipped = not transitions or not has_signal(transitions, args.algo)
+            t_update = time.perf_counter()
             losses = {} if skipped else update(model, value_head, optimizer, transitions, args, hf_policy.pad_id)
+            t_done = time.perf_counter()
             if args.rollout == "vllm" and not skipped:
                 sampler.load_weights(model)
             row = {"step": step, **stats, **losses, "seconds": round(time.perf_counter() - t0, 3),
                    "mean_advantage": float(sum(t.advantage for t in transitions) / max(len(transitions), 1)),
-                   "skipped": int(skipped)}
+                   "skipped": int(skipped), "sample_seconds": round(t_sampled - t0, 3),
+                   "update_seconds": round(t_done - t_update, 3),
+                   "response_tokens": sum(len(t.response_ids) for t in transitions)}
             log.log(row)
             logger.info("%s", _format_step(row))
             if sample_every and (step == 1 or step % sample_every == 0):
@@ -328,6 +395,10 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
                 progress(row)
             if args.save_every and step % args.save_every == 0:
                 _save(model, tokenizer, value_head, out / f"checkpoint-{step}")
+            if max_seconds and time.perf_counter() - started > max_seconds and step < args.steps:
+                logger.info("stopping after step %d of %d: --max-minutes %.1f reached", step, args.steps,
+                            args.max_minutes)
+                break
         _save(model, tokenizer, value_head, out / "final")
     finally:
         log.close()

@@ -1,0 +1,232 @@
+"""Held-out evaluation of a causal LM on a GEM env, and the record a learning run writes.
+
+:func:`evaluate` plays one episode per held-out seed with greedy decoding (the same harness before
+and after training, so the two numbers are comparable) and returns the success rate, the mean
+return, their standard errors and ``n``. Held-out seeds start at :data:`EVAL_SEED_BASE`, far above
+the seeds the trainer draws (``seed * 1_000_003 + step * groups + i``) for any run shorter than
+about 100,000 steps.
+
+:func:`write_record` writes a run's JSON record (``model``, ``env``, ``algo``, ``steps``,
+``command``, ``seconds``, ``before``, ``after``, ``curve``); :func:`plot_record` draws its curve as a
+PNG and :func:`render_markdown` the table that docs/rl.md shows (generated from the JSON, never typed).
+
+Imports torch and transformers only inside :func:`evaluate`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+EVAL_SEED_BASE = 1_000_000_000
+RECORD_KEYS = ("model", "env", "algo", "steps", "command", "seconds", "before", "after", "curve")
+
+
+def standard_error(p: float, n: int) -> float:
+    """``sqrt(p (1 - p) / n)``: the standard error of a success rate measured on ``n`` episodes."""
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n!r}.")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be a rate in [0, 1], got {p!r}.")
+    return math.sqrt(p * (1.0 - p) / n)
+
+
+def summarize(returns: Sequence[float], successes: Sequence[bool | None]) -> dict[str, Any]:
+    """Success rate (over episodes that report success), mean return, their standard errors and n."""
+    n = len(returns)
+    if n == 0:
+        raise ValueError("no episodes to summarize")
+    known = [bool(s) for s in successes if s is not None]
+    mean = sum(returns) / n
+    var = sum((r - mean) ** 2 for r in returns) / (n - 1) if n > 1 else 0.0
+    out: dict[str, Any] = {"n": n, "mean_return": mean, "mean_return_se": math.sqrt(var / n)}
+    if known:
+        p = sum(known) / len(known)
+        out.update(success_rate=p, se=standard_error(p, len(known)), n_success_known=len(known))
+    else:
+        out["se"] = out["mean_return_se"]
+    return out
+
+
+def eval_seeds(n: int, base: int = EVAL_SEED_BASE) -> list[int]:
+    """The ``n`` held-out seeds: ``base, base + 1, ...``."""
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n!r}.")
+    return [base + i for i in range(n)]
+
+
+def evaluate(
+    model: Any,
+    tokenizer: Any,
+    env_id: str,
+    n: int,
+    *,
+    wrappers: str = "",
+    batch: int = 32,
+    max_new_tokens: int = 64,
+    max_prompt_tokens: int = 768,
+    max_turns: int = 50,
+    chat: bool = True,
+    seed_base: int = EVAL_SEED_BASE,
+    progress: Any = None,
+    greedy: bool = True,
+    temperature: float = 1.0,
+    sample_seed: int = 0,
+    sampler: str = "plain",
+) -> dict[str, Any]:
+    """Episodes of ``model`` on ``env_id`` for ``n`` held-out seeds; see :func:`summarize`.
+
+    Greedy by default; ``greedy=False`` samples at ``temperature`` from a generator seeded with
+    ``sample_seed`` (the same draws before and after training, for a given model). ``progress``,
+    when given, is called with the number of episodes finished so far.
+    """
+    import gem
+    from gem.rl.hf import HFPolicy
+    from gem.rl.rollout import collect_episodes
+
+    if batch < 1:
+        raise ValueError(f"batch must be at least 1, got {batch!r}.")
+    seeds = eval_seeds(n, seed_base)
+    policy = HFPolicy(model, tokenizer, max_new_tokens=max_new_tokens, max_prompt_tokens=max_prompt_tokens,
+                      apply_chat_template=chat, greedy=greedy, temperature=temperature, seed=sample_seed,
+                      sampler=sampler)
+    fns = []
+    if wrappers:
+        from gem.wrappers.wrapper_factory import get_wrapper_fns
+
+        fns = get_wrapper_fns(wrappers, tokenizer=tokenizer)
+    returns: list[float] = []
+    successes: list[bool | None] = []
+    for start in range(0, n, batch):
+        chunk = seeds[start:start + batch]
+        vec = gem.make_vec([env_id] * len(chunk), wrappers=fns, seed=0)
+        try:
+            episodes = collect_episodes(vec, policy, seeds=chunk, max_turns=max_turns)
+        finally:
+            vec.close()
+        returns += [ep.total_reward for ep in episodes]
+        successes += [ep.success for ep in episodes]
+        if progress is not None:
+            progress(len(returns))
+    return summarize(returns, successes)
+
+
+def metric(result: dict[str, Any]) -> str:
+    """``success_rate`` when the env reports success, else ``mean_return``."""
+    return "success_rate" if "success_rate" in result else "mean_return"
+
+
+def improvement(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """After minus before, the combined standard error, and whether it exceeds 2.5 of them."""
+    key = metric(before)
+    if key != metric(after):
+        raise ValueError("before and after must report the same metric")
+    diff = after[key] - before[key]
+    se = math.sqrt(before["se"] ** 2 + after["se"] ** 2)
+    return {"metric": key, "diff": diff, "se": se, "z": diff / se if se > 0 else (math.inf if diff > 0 else 0.0),
+            "clear": bool(diff > 2.5 * se)}
+
+
+def write_record(path: str | Path, record: dict[str, Any]) -> Path:
+    """Write a learning run's record as JSON (the keys of :data:`RECORD_KEYS` are required)."""
+    missing = [k for k in RECORD_KEYS if k not in record]
+    if missing:
+        raise ValueError(f"record lacks {', '.join(missing)}")
+    for side in ("before", "after"):
+        if metric(record[side]) not in record[side] or "se" not in record[side] or "n" not in record[side]:
+            raise ValueError(f"record[{side!r}] needs success_rate or mean_return, se and n")
+    record = {**record, "improvement": improvement(record["before"], record["after"])}
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    return path
+
+
+def plot_record(record: dict[str, Any], path: str | Path) -> Path:
+    """The per-step training success rate (or mean return) with the before/after evaluations."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    key = metric(record["before"])
+    steps = [row["step"] for row in record["curve"]]
+    values = [row[key] for row in record["curve"]]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(steps, values, lw=1, alpha=0.5, label=f"training batches ({key})")
+    window = 5
+    if len(values) >= window:
+        smooth = [sum(values[i - window + 1:i + 1]) / window for i in range(window - 1, len(values))]
+        ax.plot(steps[window - 1:], smooth, lw=2, label=f"{window}-step mean")
+    for side, x in (("before", 0), ("after", record["steps"])):
+        r = record[side]
+        ax.errorbar([x], [r[key]], yerr=[2.5 * r["se"]], fmt="o", capsize=4,
+                    label=f"held-out {side}: {r[key]:.3f} ± {r['se']:.3f} (n={r['n']})")
+    ax.set_xlabel("step")
+    ax.set_ylabel(key.replace("_", " "))
+    ax.set_title(f"{record['algo']} on {record['env']} ({Path(str(record['model'])).name})", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def render_markdown(records: Sequence[dict[str, Any]]) -> str:
+    """The docs table of learning runs, exactly as recorded (rates to 3 decimals)."""
+    lines = ["| env | algo | steps | training minutes (whole command) | held-out before | held-out after | after - before | clear (> 2.5 se) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in records:
+        key = metric(r["before"])
+        imp = improvement(r["before"], r["after"])
+        b, a = r["before"], r["after"]
+        algo = r["algo"] + (" (re-evaluated)" if str(r.get("training", "")).startswith("an earlier") else "")
+        seconds = r.get("training_seconds")
+        if seconds is None:
+            seconds = sum(row.get("seconds", 0.0) for row in r["curve"])
+        minutes = seconds / 60
+        lines.append(
+            f"| `{r['env']}` | {algo} | {r['steps']} | {minutes:.1f} ({r['seconds'] / 60:.1f}) "
+            f"| {b[key]:.3f} ± {b['se']:.3f} (n={b['n']}) | {a[key]:.3f} ± {a['se']:.3f} (n={a['n']}) "
+            f"| {imp['diff']:+.3f} ± {imp['se']:.3f} | {'yes' if imp['clear'] else 'no'} |"
+        )
+    text = "\n".join(lines) + "\n"
+    for r in records:
+        name = r.get("name", "")
+        text += f"\n`{name}`: `{r['command']}`\n"
+        if name:
+            text += f"\n![{name}](learning/{name}.png)\n"
+    return text
+
+
+DOC_BEGIN, DOC_END = "<!-- learning-records:begin -->\n", "<!-- learning-records:end -->"
+
+
+def update_doc(doc: str | Path, record_dir: str | Path) -> bool:
+    """Replace the block between the learning-records markers of ``doc`` with the rendering of every
+    ``<record_dir>/*.json``; returns whether the file changed."""
+    import re
+
+    doc = Path(doc)
+    records = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(Path(record_dir).glob("*.json"))]
+    text = doc.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(DOC_BEGIN) + r".*?" + re.escape(DOC_END), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"{doc} has no {DOC_BEGIN.strip()} ... {DOC_END} block")
+    new = pattern.sub(lambda _: DOC_BEGIN + render_markdown(records) + DOC_END, text)
+    if new != text:
+        doc.write_text(new, encoding="utf-8")
+    return new != text
+
+
+if __name__ == "__main__":  # python -m gem.rl.evaluate docs/rl.md docs/learning
+    import sys
+
+    if len(sys.argv) != 3:
+        sys.exit("usage: python -m gem.rl.evaluate DOC.md RECORD_DIR")
+    changed = update_doc(sys.argv[1], sys.argv[2])
+    sys.stdout.write(f"{sys.argv[1]}: {'updated' if changed else 'unchanged'}\n")
