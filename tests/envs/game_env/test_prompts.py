@@ -14,8 +14,15 @@ import pytest
 import gem
 from gem.envs.registration import ENV_REGISTRY
 from gem.utils.prompting import user_content
+from tests.conftest import extra_installed, needs_extra
 
 GAME_IDS = sorted(i for i in ENV_REGISTRY if i.startswith("game:"))
+
+
+def _installed(env_id: str) -> bool:
+    """Whether the id's extra (the word games need `games`) is installed."""
+    extra = gem.spec(env_id).extra
+    return not extra or extra_installed(extra)
 # A request for the player's move, in any of the words the games use.
 REQUEST = re.compile(
     r"\b(?:enter|submit|type|choose|pick)\s+(?:your|a|the)\s+(?:first\s+|next\s+)?"
@@ -33,6 +40,8 @@ def _requests(prompt: str) -> list[str]:
 
 def _play(env_id: str, policy: str, seed: int) -> list[tuple[str, bool]]:
     """(prompt, whether the step ended the episode) for the first prompt and every step after it."""
+    if not _installed(env_id):
+        needs_extra(gem.spec(env_id).extra)
     env = gem.make(env_id)
     obs, info = env.reset(seed=seed)
     prompts = [(user_content(obs, info), False)]
@@ -72,7 +81,7 @@ def test_each_prompt_asks_once_and_the_end_asks_nothing(env_id, policy):
 
 def test_no_first_prompt_holds_two_enter_your_guess_instructions():
     """The case as users met it: "Enter your first guess." followed by "Enter your next guess."."""
-    for env_id in ("game:GuessTheNumber-v0", "game:Mastermind-v0-easy", "game:Wordle-v0-easy"):
+    for env_id in filter(_installed, ("game:GuessTheNumber-v0", "game:Mastermind-v0-easy", "game:Wordle-v0-easy")):
         env = gem.make(env_id)
         obs, info = env.reset(seed=0)
         prompt = user_content(obs, info)
@@ -82,7 +91,7 @@ def test_no_first_prompt_holds_two_enter_your_guess_instructions():
 
 def test_the_original_get_task_suffix_still_answers():
     """``get_task_suffix()`` is the original's public method; it still returns the request for a move."""
-    for env_id in ("game:GuessTheNumber-v0", "game:Sudoku-v0-easy", "game:Wordle-v0-easy"):
+    for env_id in filter(_installed, ("game:GuessTheNumber-v0", "game:Sudoku-v0-easy", "game:Wordle-v0-easy")):
         env = gem.make(env_id)
         env.reset(seed=0)
         assert _requests(env.get_task_suffix())
