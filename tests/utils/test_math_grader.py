@@ -6,6 +6,8 @@ import time
 
 import pytest
 
+from gem.utils.math_answers import not_a_final_answer
+
 import gem.utils.math_grader as mg
 from gem.utils.math_grader import (
     MathGrader,
@@ -255,10 +257,12 @@ def test_a_correct_answer_is_graded_correct_under_load():
         assert g.warm_up()
         results: dict[int, object] = {}
 
-        def run(k: int) -> None:
-            results[k] = g.judge(SLOW[k % len(SLOW)] + " " * k, "7x")  # distinct answers: no cache
+        slow = [a for a in SLOW if not_a_final_answer(a, "7x") is None]  # those that reach a worker
 
-        threads = [threading.Thread(target=run, args=(k,)) for k in range(16)]
+        def run(k: int) -> None:
+            results[k] = g.judge(slow[k % len(slow)] + " " * k, "7x")  # distinct answers: no cache
+
+        threads = [threading.Thread(target=run, args=(k,)) for k in range(24)]
         for t in threads:
             t.start()
         time.sleep(0.2)  # the slow ones are queued first
