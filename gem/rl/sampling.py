@@ -25,7 +25,7 @@ EOS.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
@@ -167,16 +167,8 @@ class StaticSampler:
         step_fn = self._decode_fn()
         cache_pos = torch.tensor([width], dtype=torch.long, device=device)
         for t in range(max_new_tokens):
-            if t < min_new_tokens and eos_id is not None:
-                logits[:, eos_id] = float("-inf")
-            logp = torch.log_softmax(logits / temperature, dim=-1)
-            if greedy:
-                tok = logits.argmax(-1)
-            else:
-                tok = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
-            tok = torch.where(done, torch.full_like(tok, pad_id), tok)
+            tok, logps[:, t] = _pick_token(logits, t, done, min_new_tokens, eos_id, temperature, greedy, generator, pad_id)
             tokens[:, t] = tok
-            logps[:, t] = logp.gather(1, tok.unsqueeze(-1)).squeeze(-1)
             if eos_id is not None:
                 done = done | (tok == eos_id)
             if t == max_new_tokens - 1 or (t % 8 == 7 and bool(done.all())):
@@ -226,16 +218,8 @@ def sample_prefix(
     logps = torch.zeros((batch, max_new_tokens), dtype=torch.float32, device=device)
     done = torch.zeros(batch, dtype=torch.bool, device=device)
     for t in range(max_new_tokens):
-        if t < min_new_tokens and eos_id is not None:
-            logits[:, eos_id] = float("-inf")
-        logp = torch.log_softmax(logits / temperature, dim=-1)
-        if greedy:
-            tok = logits.argmax(-1)
-        else:
-            tok = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
-        tok = torch.where(done, torch.full_like(tok, pad_id), tok)
+        tok, logps[:, t] = _pick_token(logits, t, done, min_new_tokens, eos_id, temperature, greedy, generator, pad_id)
         tokens[:, t] = tok
-        logps[:, t] = logp.gather(1, tok.unsqueeze(-1)).squeeze(-1)
         if eos_id is not None:
             done = done | (tok == eos_id)
         if t == max_new_tokens - 1 or bool(done.all()):
@@ -248,3 +232,20 @@ def sample_prefix(
     result = _trim(tokens.tolist(), eos_id)
     lp = logps.tolist()
     return result, [lp[i][:len(r)] for i, r in enumerate(result)]
+
+
+def _pick_token(
+    logits: "torch.Tensor", t: int, done: "torch.Tensor", min_new_tokens: int, eos_id: Optional[int],
+    temperature: float, greedy: bool, generator: Any, pad_id: int,
+) -> tuple["torch.Tensor", "torch.Tensor"]:
+    """One decoding step's token per row (``pad_id`` for finished rows) and its log-probability; EOS
+    is masked before ``min_new_tokens``. Shared by the static-cache and prefix samplers."""
+    if t < min_new_tokens and eos_id is not None:
+        logits[:, eos_id] = float("-inf")
+    logp = torch.log_softmax(logits / temperature, dim=-1)
+    if greedy:
+        tok = logits.argmax(-1)
+    else:
+        tok = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
+    tok = torch.where(done, torch.full_like(tok, pad_id), tok)
+    return tok, logp.gather(1, tok.unsqueeze(-1)).squeeze(-1)
