@@ -118,6 +118,20 @@ RUN_PTYS = 64  # pseudo-terminals a run may hold at once (a devpts instance of i
 # A session's CPU budget on a non-root host, in cells' worth: there the worker can lower a
 # session's CPU limit but not raise its hard limit again, so the hard limit is set once.
 SESSION_CPU_CELLS = 100
+CPU_CHECK_S = 0.05  # how often a session's cell's CPU time is checked where its limit cannot move
+_CAP_SYS_RESOURCE = 24
+
+
+def _has_capability(cap: int) -> bool:
+    """Whether this process has capability ``cap`` in effect (``CapEff`` of /proc/self/status)."""
+    try:
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"CapEff:"):
+                    return bool(int(line.split()[1], 16) >> cap & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _SIGCHLD, _SIGINT, _SIGKILL, _SIG_DFL = (
@@ -851,6 +865,20 @@ class Cgroups:
                 time.sleep(0.0002)
         return True
 
+    def freezer_fds(self, n: int, s: CgSlot) -> list[int]:
+        """New descriptors of slot ``n``'s freeze file, the file that says whether it is frozen,
+        its ``cgroup.procs`` and its ``pids.current`` (see :meth:`Zygote.hand_over_freezer`)."""
+        key = "" if self.version == 2 else "pids"
+        fds = [os.dup(s.freeze), os.dup(s.frozen_check if self.version == 2 else s.freeze)]
+        try:
+            for name in ("cgroup.procs", "pids.current"):
+                fds.append(os.open(f"s{n}/{name}", os.O_RDONLY | os.O_CLOEXEC, dir_fd=self.bases[key]))
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            raise
+        return fds
+
     def kill_all_but(self, n: int, pid: int) -> None:
         """SIGKILL every process of slot ``n`` but ``pid`` (host pids, from ``cgroup.procs``)."""
         key = "" if self.version == 2 else "pids"
@@ -948,11 +976,14 @@ def _remove_stale(parent: str) -> None:
 class Run:
     """A child of the zygote: idle (pre-forked, waiting for work) or running a request."""
 
-    __slots__ = ("chan", "ctl", "killed", "oom", "pid", "session", "slot", "workdir")
+    __slots__ = (
+        "chan", "cpu_deadline", "cpu_killed", "ctl", "direct", "killed", "oom", "pid", "session", "slot", "workdir"
+    )
 
     def __init__(self, pid: int, chan, slot: int, workdir: str) -> None:
         self.pid, self.chan, self.ctl, self.slot, self.workdir = pid, chan, None, slot, workdir
-        self.killed = self.session = self.oom = False
+        self.killed = self.session = self.oom = self.cpu_killed = self.direct = False
+        self.cpu_deadline = 0.0  # a session's CPU seconds at which its cell's allowance is used up
 
 
 class Zygote:
@@ -965,6 +996,14 @@ class Zygote:
         self.config = config
         self.mode = mode
         self.privileged = mode == "root"
+        # Raising another uid's CPU limit (a session's, for each cell) needs CAP_SYS_RESOURCE,
+        # which a container's root may lack, and a session's kernel (pid 1 of its namespace)
+        # ignores the SIGXCPU of a soft limit. Where the hard limit cannot move, the session's
+        # hard limit is SESSION_CPU_CELLS cells' worth and this worker checks each cell's CPU time
+        # every CPU_CHECK_S seconds, ending the session when it has used its cell's allowance.
+        self.moves_cpu_limits = self.privileged and _has_capability(_CAP_SYS_RESOURCE)
+        self.cpu_watched: dict[int, Run] = {}
+        self.next_cpu_check = 0.0
         self.namespaces = mode != "unsafe"
         slots = int(config.get("slots", 256))
         self.uid_base = run_uid_base(int(config.get("uid_base", 1_000_000)), os.getpid())
@@ -1105,17 +1144,24 @@ class Zygote:
                 run.oom |= seen != cgs.oom_seen
                 cgs.oom_seen = seen
             oom = "true" if run.oom else "false"
+            cpu_limit = "true" if run.cpu_killed else "false"
             cpu = usage.ru_utime + usage.ru_stime
             msg = (
-                f'{{"status": {status}, "cpu": {cpu!r}, "maxrss_kb": {usage.ru_maxrss}, "killed": {killed}, "oom": {oom}}}'
+                f'{{"status": {status}, "cpu": {cpu!r}, "maxrss_kb": {usage.ru_maxrss}, "killed": {killed}, '
+                f'"oom": {oom}, "cpu_limit": {cpu_limit}}}'
             )
             try:
                 ctl.send(msg.encode())
             except OSError:
                 pass
             self.unwatch(ctl.fileno())
-            ctl.close()
-            run.ctl = None
+            if run.direct:
+                # The caller holds the slot's freezer until it closes this socket: the slot waits
+                # for that (``release``), or a late freeze of the caller's could stop its next run.
+                self.watch(ctl.fileno(), "held", run)
+            else:
+                ctl.close()
+                run.ctl = None
         if not self.namespaces:
             # No PID namespace, no tmpfs of its own: kill its group, remove its directory in a
             # process of its own (never on this loop, whatever the run left there).
@@ -1143,6 +1189,31 @@ class Zygote:
             self.thaw(run.slot)
         if self.slot_run.get(run.slot) is run:
             del self.slot_run[run.slot]
+        if run.ctl is None:
+            self.free_slots.append(run.slot)
+
+    def release(self, run: Run) -> None:
+        """A session that held its slot's freezer has ended and its caller has closed its control
+        socket (it holds the freezer no longer): thaw the slot and let the next run have it."""
+        ctl = run.ctl
+        if ctl is None:
+            return
+        try:
+            if ctl.recv(64, socket.MSG_DONTWAIT):
+                return  # (a message sent before the caller heard of the end: not the close)
+        except BlockingIOError:
+            return
+        except OSError:
+            pass
+        self.unwatch(ctl.fileno())
+        ctl.close()
+        run.ctl = None
+        cgs = self.cg.slots.get(run.slot)
+        if cgs is not None:
+            try:
+                self.cg.set_frozen(cgs, False)
+            except OSError:
+                pass
         self.free_slots.append(run.slot)
 
     def slot_ns(self, kind: int, slot: int) -> int:
@@ -1337,12 +1408,44 @@ class Zygote:
                 ctl.send(b"stopped")
             except OSError:
                 pass
+        elif run.session and data.startswith(b"cpu "):  # (the caller holds the freezer)
+            self.set_cell_cpu(run, float(data[4:]))
+        elif run.session and data == b"direct":
+            self.hand_over_freezer(run, ctl)
         elif run.session and data.startswith(b"cell "):
             self.set_cell_cpu(run, float(data[5:]))
             self.thaw(run.slot)
             self.signal(run, signal.SIGCONT)
         if not data:
             self.unwatch(ctl.fileno())  # closed by the caller: stop polling it; finish() cleans up
+
+    def hand_over_freezer(self, run: Run, ctl: socket.socket) -> None:
+        """Give the caller the session's freezer, so that it freezes the session after each cell
+        and thaws it before the next one itself: a cell then costs no round trip through this
+        worker. The caller gets the slot's freeze file (and, with cgroup v2, its events file), its
+        ``cgroup.procs`` and ``pids.current``, and the session's pid (``direct <pid> <version>``),
+        and whether it may move the session's CPU limit (``direct <pid> <version> <0|1>``), or
+        ``no`` where this worker must stay in between (no freezer, no root)."""
+        cgs = self.cg.slots.get(run.slot)
+        fds: list[int] = []
+        if cgs is not None and self.cg.freezer and self.privileged and cgs.freeze >= 0:
+            try:
+                fds = self.cg.freezer_fds(run.slot, cgs)
+            except OSError:
+                fds = []
+        try:
+            if not fds:
+                ctl.send(b"no")
+                return
+            cgs.frozen = True  # the caller may have frozen it: every thaw here writes
+            run.direct = True  # the slot is reused only once the caller has let go (see finish)
+            message = b"direct %d %d %d" % (run.pid, self.cg.version, self.moves_cpu_limits)
+            socket.send_fds(ctl, [message], fds)
+        except OSError:
+            pass
+        finally:
+            for fd in fds:
+                os.close(fd)
 
     def signal(self, run: Run, sig: int) -> None:
         try:
@@ -1353,8 +1456,9 @@ class Zygote:
     def set_cell_cpu(self, run: Run, cpu: float) -> None:
         """A session's CPU limit for its next cell: what it has used plus the cell's allowance.
 
-        As root the hard limit moves with it (the session cannot raise either); without root a
-        hard limit cannot be raised again, so only the soft one moves, under the session's budget.
+        Where this worker can raise it (root with CAP_SYS_RESOURCE), the session's hard limit
+        moves with it (the session cannot raise it); elsewhere the cell's CPU time is checked from
+        here (:meth:`check_cpu`), under the session's hard limit (its budget).
         """
         if cpu <= 0:
             return
@@ -1363,14 +1467,35 @@ class Zygote:
                 fields = fh.read().rsplit(b")", 1)[1].split()
             spent = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
             limit = int(spent + cpu + 0.999)
-            if self.privileged:
+            if self.moves_cpu_limits:
                 resource.prlimit(run.pid, resource.RLIMIT_CPU, (limit, limit))
-            else:
-                hard = resource.prlimit(run.pid, resource.RLIMIT_CPU)[1]
-                soft = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
-                resource.prlimit(run.pid, resource.RLIMIT_CPU, (soft, hard))
+                return
         except (OSError, ValueError, IndexError):
-            pass  # it is gone (its end is being reaped)
+            return  # it is gone (its end is being reaped)
+        run.cpu_deadline = spent + cpu
+        self.cpu_watched[run.pid] = run
+
+    def check_cpu(self) -> None:
+        """End the sessions whose cell has used its CPU allowance (see ``moves_cpu_limits``)."""
+        now = time.monotonic()
+        if now < self.next_cpu_check:
+            return
+        self.next_cpu_check = now + CPU_CHECK_S
+        tick = os.sysconf("SC_CLK_TCK")
+        for pid, run in list(self.cpu_watched.items()):
+            if run.killed or self.runs.get(pid) is not run:
+                del self.cpu_watched[pid]
+                continue
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as fh:
+                    fields = fh.read().rsplit(b")", 1)[1].split()
+                spent = (int(fields[11]) + int(fields[12])) / tick
+            except (OSError, ValueError, IndexError):
+                continue  # it is ending: reaped soon
+            if spent >= run.cpu_deadline:
+                del self.cpu_watched[pid]
+                run.cpu_killed = True
+                self.kill_run(run)
 
     def probe(self) -> str | None:
         """Confine one child as a run would be; ``None`` if it worked, else what failed."""
@@ -1415,7 +1540,7 @@ class Zygote:
         poll, watched = self.ep.poll, self.watched
         while True:
             waiting = len(self.idle) < self.prefork and self.free_slots
-            events = poll(0 if waiting else -1)
+            events = poll(0 if waiting else CPU_CHECK_S if self.cpu_watched else -1)
             # Handlers are looked up before any runs: one may close a descriptor whose number a
             # later one reuses, and its stale event must not reach the new owner.
             for what, run in [watched.get(fd, (None, None)) for fd, _ in events]:
@@ -1430,6 +1555,8 @@ class Zygote:
                         self.reap()
                     elif what == "ctl":
                         self.handle_ctl(run)
+                    elif what == "held":
+                        self.release(run)
                     elif what == "oom":
                         self.handle_oom(run)
                     elif what == "main":
@@ -1438,6 +1565,8 @@ class Zygote:
                 except Exception:  # noqa: BLE001 - one run's trouble never stops the others'
                     if self.config.get("debug"):
                         traceback.print_exc()
+            if self.cpu_watched:
+                self.check_cpu()
             if not events:
                 try:
                     self.fill_pool()  # only when nothing else is waiting: kills and reaping come first
@@ -1608,7 +1737,7 @@ class Zygote:
             resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
         if cpu > 0:
             limit = max(1, int(cpu + 0.999))
-            hard = limit * SESSION_CPU_CELLS if session and not self.privileged else limit
+            hard = limit * SESSION_CPU_CELLS if session and not self.moves_cpu_limits else limit
             resource.setrlimit(resource.RLIMIT_CPU, (limit, hard))
         if fsize >= 0:
             resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))

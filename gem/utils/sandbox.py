@@ -49,6 +49,7 @@ import json
 import logging
 import os
 import re
+import resource
 import select
 import signal
 import socket
@@ -73,6 +74,41 @@ DEFAULT_TMP_MB = 64  # each run's /tmp (tmpfs: memory, outside RLIMIT_AS)
 DEFAULT_TMP_INODES = 4096  # files and directories in each run's /tmp
 UNSAFE_ENV = "GEM_SANDBOX_UNSAFE"
 _ZYGOTE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_sandbox_zygote.py")
+# The worker runs its code from a marshalled code object rather than compiling the script: the
+# compiler's scratch memory would stay in the worker's heap (about 4 MB), and every run is a fork
+# of the worker, whose pages it maps and copies on write (about 8% of a run's CPU).
+_WORKER_BOOT = "import marshal;f=open(%d,'rb');c=marshal.loads(f.read());f.close();del f;exec(c)"
+_worker_code: bytes | None = None
+_worker_code_lock = threading.Lock()
+
+
+def _worker_code_fd() -> int:
+    """A descriptor of an anonymous file holding the worker's code, marshalled (compiled once per
+    process, by this interpreter, which also runs the worker)."""
+    global _worker_code
+    with _worker_code_lock:
+        if _worker_code is None:
+            import marshal
+
+            with open(_ZYGOTE, "rb") as fh:
+                _worker_code = marshal.dumps(compile(fh.read(), "<gem-sandbox-worker>", "exec", dont_inherit=True))
+        code = _worker_code
+    try:
+        fd = os.memfd_create("gem-sandbox-worker", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):  # no memfd: an unlinked temporary file
+        import tempfile
+
+        with tempfile.TemporaryFile() as tmp:
+            fd = os.dup(tmp.fileno())
+    try:
+        view = memoryview(code)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 _START_TIMEOUT = 30.0
 _KILL_GRACE = 5.0  # after a kill, how long to wait for the worker's confirmation
 _READ_CHUNK = 1 << 16
@@ -396,6 +432,8 @@ def _classify(
         return code, "output_limit"
     if status_msg.get("oom"):  # the run's cgroup ran out of memory: the worker ended the run
         return code, "memory"
+    if status_msg.get("cpu_limit") is True:  # the worker ended a session's cell for its CPU time
+        return code, "timeout"
     if timed_out or code == -signal.SIGXCPU:
         return code, "timeout"
     # A run is pid 1 of its PID namespace, which ignores SIGXCPU: its CPU limit is a hard one,
@@ -501,16 +539,17 @@ class Sandbox:
                 self._stop_locked()
             parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             work_parent, work_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            # The script is read through a descriptor: its path (inside GEM's package) stays out
-            # of the worker's command line, which a run's /proc/1 shows.
-            script = os.open(_ZYGOTE, os.O_RDONLY)
+            # The worker's code arrives compiled, through a descriptor: its path (inside GEM's
+            # package) stays out of the worker's command line, which a run's /proc/1 shows.
+            script = _worker_code_fd()
             try:
                 self._proc = subprocess.Popen(
                     [
                         sys.executable,
                         "-I",
                         "-S",  # its site-packages come from _site_dirs(), without start-up hooks
-                        f"/dev/fd/{script}",
+                        "-c",
+                        _WORKER_BOOT % script,
                         str(child.fileno()),
                         str(work_child.fileno()),
                     ],
@@ -821,6 +860,94 @@ def _send_kill(ctl: socket.socket) -> None:
     _send_ctl(ctl, b"kill")
 
 
+class _SessionFreezer:
+    """The caller's hold on a session's cgroup freezer (root, with a freezer: see the worker's
+    ``hand_over_freezer``). The caller freezes the session after each cell and thaws it before the
+    next one itself, without a round trip through the worker; what the worker did per cell."""
+
+    def __init__(self, pid: int, version: int, moves_cpu_limits: bool, fds: list[int]) -> None:
+        self.pid, self.version, self.moves_cpu_limits = pid, version, moves_cpu_limits
+        self.freeze_fd, self.state_fd, self.procs_fd, self.count_fd = fds
+        self.frozen = False
+
+    def _is_frozen(self) -> bool:
+        if self.version == 2:
+            return b"frozen 1" in os.pread(self.state_fd, 256, 0)
+        return os.pread(self.state_fd, 64, 0).startswith(b"FROZEN")
+
+    def freeze(self, wait: float = 2.0) -> bool:
+        """Freeze every process of the session, wait until all are, and kill what the cell's end
+        left besides its kernel (it dies when thawed). False if it could not be frozen in time."""
+        try:
+            os.write(self.freeze_fd, b"1" if self.version == 2 else b"FROZEN")
+            self.frozen = True
+            end = time.monotonic() + wait
+            spins = 0
+            while not self._is_frozen():
+                if time.monotonic() > end:
+                    return False
+                spins += 1
+                if spins < 100:
+                    os.sched_yield()  # (freezing takes the tasks a moment: usually a few yields)
+                else:
+                    time.sleep(0.0002)
+            if int(os.pread(self.count_fd, 32, 0) or b"0") > 1:  # tasks: more than the kernel
+                for pid in os.pread(self.procs_fd, 1 << 16, 0).split():
+                    if int(pid) != self.pid:
+                        try:
+                            os.kill(int(pid), signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
+            return True
+        except (OSError, ValueError):
+            return False
+
+    def start_cell(self, cpu: float) -> None:
+        """The kernel's CPU limit for the next cell (what it has used plus the cell's allowance,
+        soft and hard, where this process may move it), then thaw it. The kernel is frozen here
+        (after its first cell), so its pid is still its own."""
+        if cpu > 0 and self.moves_cpu_limits:  # (elsewhere the worker checks the cell's CPU time)
+            with open(f"/proc/{self.pid}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            spent = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            limit = int(spent + cpu + 0.999)
+            resource.prlimit(self.pid, resource.RLIMIT_CPU, (limit, limit))
+        if self.frozen:
+            os.write(self.freeze_fd, b"0" if self.version == 2 else b"THAWED")
+            self.frozen = False
+
+    def close(self) -> None:
+        for fd in (self.freeze_fd, self.state_fd, self.procs_fd, self.count_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _ask_for_freezer(ctl: socket.socket, timeout: float) -> _SessionFreezer | None:
+    """Ask the worker for the session's freezer; ``None`` where it keeps it (or the kernel is gone)."""
+    try:
+        ctl.settimeout(timeout)
+        ctl.send(b"direct")
+        msg, fds, _flags, _addr = socket.recv_fds(ctl, 64, 4, socket.MSG_CMSG_CLOEXEC)
+    except OSError:
+        return None
+    finally:
+        try:
+            ctl.settimeout(None)
+        except OSError:
+            pass
+    parts = msg.split()
+    if len(parts) == 4 and parts[0] == b"direct" and len(fds) == 4:
+        try:
+            return _SessionFreezer(int(parts[1]), int(parts[2]), parts[3] == b"1", fds)
+        except ValueError:
+            pass
+    for fd in fds:
+        os.close(fd)
+    return None
+
+
 class SandboxSession:
     """Cells run one after another in one confined process that keeps its variables.
 
@@ -836,6 +963,7 @@ class SandboxSession:
         self._chan: socket.socket | None = None
         self._lock = threading.Lock()
         self._ever_started = False
+        self._freezer: _SessionFreezer | None = None
         self.cells_run = 0
 
     @property
@@ -858,6 +986,8 @@ class SandboxSession:
                 os.close(fd)
         self._chan = chan_parent
         self.cells_run = 0
+        if self.sandbox.isolation.get("cgroup_freezer") and self.sandbox.isolation.get("privileged"):
+            self._freezer = _ask_for_freezer(self._ctl, max(self.limits.timeout, _KILL_GRACE))
 
     def run(
         self, code: str, stdin: str | bytes | None = None, *, timeout: float | None = None
@@ -917,6 +1047,8 @@ class SandboxSession:
     def _stop(self) -> bool:
         """Have the worker freeze the session until the next cell; wait until it has (nothing of
         the session runs once the cell's result is returned). False if the session is gone."""
+        if self._freezer is not None:
+            return self._freezer.freeze()
         ctl = self._ctl
         assert ctl is not None
         try:
@@ -935,10 +1067,18 @@ class SandboxSession:
     def _send_cell(self, pump: _Pump, lim: SandboxLimits) -> None:
         """Ask the worker for the cell's CPU allowance and to let the session run, then send it."""
         cpu = lim.cpu_time if lim.cpu_time is not None else lim.timeout
-        self._ctl.send(b"cell %.3f" % cpu)  # type: ignore[union-attr]
+        if self._freezer is not None:
+            if not self._freezer.moves_cpu_limits:
+                self._ctl.send(b"cpu %.3f" % cpu)  # type: ignore[union-attr]
+            self._freezer.start_cell(cpu)
+        else:
+            self._ctl.send(b"cell %.3f" % cpu)  # type: ignore[union-attr]
         socket.send_fds(self._chan, [b"cell"], pump.child_fds())  # type: ignore[arg-type]
 
     def _end(self) -> None:
+        if self._freezer is not None:
+            self._freezer.close()
+            self._freezer = None
         for s in (self._chan, self._ctl):
             if s is not None:
                 s.close()

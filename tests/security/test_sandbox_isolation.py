@@ -585,6 +585,50 @@ def test_hidden_paths_added_by_the_caller(sb, public_tmp):
 
 
 # ------------------------------------------------------------------ sessions
+@pytest.mark.parametrize("cgroups", [True, False], ids=["cgroups", "no-cgroups"])
+def test_each_session_cell_gets_its_own_cpu_allowance(cgroups):
+    # Cells that together use several allowances all run (root without CAP_SYS_RESOURCE cannot
+    # raise the session's hard limit: its first cell's allowance held for the whole session, and
+    # the second cell here was killed); a cell over its own allowance is still stopped for it.
+    box = Sandbox(cgroups=cgroups)
+    try:
+        with box.session(cpu_time=1, timeout=20) as s:
+            burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6: pass\nprint('ok')"
+            for _ in range(4):
+                r = s.run(burn)
+                assert r.ok and r.stdout == "ok\n" and not r.isolation["restarted"], (r.reason, r.stderr)
+            r = s.run("while True: pass", timeout=60)
+            assert r.reason == "timeout" and "CPU-time limit" in r.stderr, r.stderr
+            assert r.wall_time < 30
+    finally:
+        box.close()
+
+
+def test_a_session_with_a_freezer_is_frozen_by_its_caller():
+    # With a freezer (root), the caller freezes the session itself after each cell: no round trip
+    # through the worker. Nothing of it runs between cells: a thread's ticks stop at the cell's end.
+    box = Sandbox()
+    try:
+        assert box.run("pass").ok
+        if not (box.isolation.get("cgroup_freezer") and box.isolation.get("privileged")):
+            pytest.skip("the host gives this sandbox no cgroup freezer (root with cgroups)")
+        with box.session() as s:
+            r = s.run(
+                "import threading, time\nticks = []\n"
+                "def tick():\n    while True:\n        ticks.append(time.monotonic())\n        time.sleep(0.005)\n"
+                "threading.Thread(target=tick, daemon=True).start()\ntime.sleep(0.05)\nprint(len(ticks) > 0)"
+            )
+            assert r.stdout == "True\n", r.stderr
+            assert s._freezer is not None and s._freezer.frozen
+            ended = time.monotonic()
+            time.sleep(0.5)
+            began = time.monotonic()
+            r = s.run(f"print(len([t for t in ticks if {ended + 0.05} < t < {began - 0.05}]))")
+            assert r.stdout == "0\n", r.stdout + r.stderr
+    finally:
+        box.close()
+
+
 def test_session_cell_cannot_raise_cpu_limit_or_leave_work_running(sb):
     with sb.session(cpu_time=2, timeout=10) as s:
         r = s.run(
