@@ -13,6 +13,8 @@ Rows (both interpreters run the same snippets through their ``PythonCodeTool.exe
 - ``cpu per call ms``: CPU time of the caller, the sandbox worker and its runs together per
   ``print(1+1)`` run, back to back (``getrusage`` and the worker's ``/proc/<pid>/stat``, which
   counts the runs it reaped): the measure least moved by other work on a shared machine.
+- ``session cell p50``: a stateful session's cell (``x += 1; print(x)``) back to back, p50 in ms
+  (ours only: gem-llm has no sessions).
 - ``code env, 10 tests``: judging a correct program on a 10-test bundled problem (stdin/stdout),
   ms per step. Ours: ``CodeEnv.step``. gem-llm's ``CodeEnv`` needs ``datasets`` at import, so its
   judging is reproduced exactly: its ``run_python`` per test on a 5-thread pool, as its
@@ -170,6 +172,30 @@ def _cpu_per_call(calls: int) -> float | None:
         box.close()
 
 
+def _session_cell(cells: int) -> float | None:
+    """p50 ms of a stateful session's cell (``x += 1; print(x)``), back to back; ``None`` for a
+    sandbox without sessions (gem-llm)."""
+    try:
+        from gem.utils.sandbox import Sandbox
+    except ImportError:
+        return None
+    box = Sandbox()
+    try:
+        with box.session() as s:
+            s.run("x = 0")
+            times = []
+            for i in range(cells):
+                t = time.perf_counter()
+                r = s.run("x += 1; print(x)")
+                times.append(time.perf_counter() - t)
+                if r.stdout != f"{i + 1}\n":
+                    raise RuntimeError(f"unexpected cell output {r.stdout!r} {r.stderr!r}")
+        times.sort()
+        return 1000 * times[len(times) // 2]
+    finally:
+        box.close()
+
+
 def worker(calls: int) -> dict[str, float]:
     """Run every measurement in this interpreter (ours or gem-llm's)."""
     from gem.tools.python_code_tool import PythonCodeTool
@@ -190,6 +216,9 @@ def worker(calls: int) -> dict[str, float]:
     cpu = _cpu_per_call(max(300, calls))
     if cpu is not None:
         out["cpu per call ms"] = cpu
+    cell = _session_cell(max(200, calls))
+    if cell is not None:
+        out["session cell p50 ms"] = cell
     steps = max(3, calls // 20)
     out["code env 10 tests ms"] = _code_env_baseline(steps) if baseline else _code_env_ours(steps)
     if not baseline:

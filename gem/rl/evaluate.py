@@ -198,6 +198,15 @@ def render_markdown(records: Sequence[dict[str, Any]]) -> str:
     for r in records:
         name = r.get("name", "")
         text += f"\n`{name}`: `{r['command']}`\n"
+        served = r.get("served")
+        if served:
+            key = metric(served["before"])
+            b, a = served["before"], served["after"]
+            text += (
+                f"\nServed by llama.cpp and played by `gem eval` on the same held-out seeds "
+                f"(`python -m gem.rl.served docs/learning/{name}.json`): before {b[key]:.3f} ± {b['se']:.3f} "
+                f"(n={b['n']}), after {a[key]:.3f} ± {a['se']:.3f} (n={a['n']}).\n"
+            )
         if name:
             text += f"\n![{name}](learning/{name}.png)\n"
     return text

@@ -177,3 +177,45 @@ def test_max_minutes_stops_training_early(tmp_path):
     rows = (out / "metrics.csv").read_text().splitlines()
     assert len(rows) == 2  # the header and step 1 only
     assert (out / "final" / "config.json").is_file()
+
+
+def test_served_summary_counts_errored_episodes_as_failures(tmp_path):
+    from gem.rl.served import served_summary
+
+    rows = [
+        {"key": "e#0", "status": "ok", "total_reward": 1.0, "success": True},
+        {"key": "e#1", "status": "ok", "total_reward": -0.1, "success": False},
+        {"key": "e#2", "status": "error", "total_reward": 0.0, "success": None},
+        {"key": "e#1", "status": "ok", "total_reward": 1.0, "success": True},  # a rerun: the last one counts
+    ]
+    base = {"env_id": "e", "index": 0, "sample": 0, "seed": 0, "num_turns": 1, "seconds": 0.1}
+    (tmp_path / "episodes.jsonl").write_text("".join(json.dumps({**base, **r}) + "\n" for r in rows))
+    out = served_summary(tmp_path)
+    assert out["n"] == 3 and out["success_rate"] == pytest.approx(2 / 3) and out["errors"] == 1
+    assert out["se"] == pytest.approx(standard_error(2 / 3, 3))
+
+
+def test_served_reads_the_run_from_the_record_command_and_refuses_what_it_cannot_serve(tmp_path):
+    from gem.rl.served import run_args, served_eval
+
+    rec = {"command": "python -m gem.rl.learn --name x --env game:GuessTheNumber-v0-easy --max-new-tokens 16 "
+                      f"--output-dir {tmp_path / 'run'} --model tiny"}
+    args = run_args(rec)
+    assert args.max_new_tokens == 16 and args.output_dir == str(tmp_path / "run") and args.model == "tiny"
+    with pytest.raises(ValueError, match="not a gem.rl.learn command"):
+        run_args({"command": "python -m gem.rl.train --steps 1"})
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps(rec))
+    with pytest.raises(SystemExit, match="needs the GGUF"):
+        served_eval(path)  # the tiny model is no GGUF: nothing for llama.cpp to serve
+
+
+def test_render_markdown_shows_the_served_figures():
+    rec = {"name": "n", "model": "m", "env": "e", "algo": "rebn", "steps": 2, "command": "c", "seconds": 60.0,
+           "before": {"success_rate": 0.1, "se": 0.02, "n": 200}, "after": {"success_rate": 0.3, "se": 0.03, "n": 200},
+           "curve": [{"step": 1, "success_rate": 0.1, "seconds": 1.0}],
+           "served": {"before": {"success_rate": 0.05, "se": 0.02, "n": 100},
+                      "after": {"success_rate": 0.25, "se": 0.04, "n": 100}}}
+    text = render_markdown([rec])
+    assert "before 0.050 ± 0.020 (n=100), after 0.250 ± 0.040 (n=100)" in text
+    assert "python -m gem.rl.served docs/learning/n.json" in text
