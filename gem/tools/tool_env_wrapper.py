@@ -10,13 +10,14 @@ often as it needs before it answers. An action without a tool call goes to the i
 unchanged. Tools written for the original GEM (only ``execute_action``) are offered the action
 through ``execute_action``, as before.
 
-A function call that no tool takes and that names no function the tools or the inner env declare
-(an unknown tool, or a ``<tool_call>`` too malformed to name one) is answered by the wrapper: the
-observation says what was wrong and lists the available tools, and the step counts as a failed
-tool call (``tool_type`` ``"unknown"``, reward ``tool_reward + tool_execute_error_reward``, one of
-the ``max_tool_uses``). When the inner env declares functions of its own (its ``info["tools"]``),
-such calls go to the inner env, which judges them. A whole action that is not valid JSON is
-ordinary text and goes to the inner env.
+A function call that no tool takes goes to the inner env, which judges it as before (its reward
+and its end of the episode, usually a format error). When the call names no function that the
+tools or the inner env declare (an unknown tool, or a ``<tool_call>`` too malformed to name one)
+and the inner env declares no functions of its own, the wrapper adds a line to the env's
+observation saying what was wrong and which tools there are (``Error: unknown tool 'x';
+available tools: python, search.``), and ``info["tool_call"]`` records the call with ``tool``
+``"unknown"`` and ``failed=True``; ``use_tool`` stays ``False``. A whole action that is not valid
+JSON is ordinary text.
 
 Limits (GEM's semantics, plus a turn cap so no episode can run forever):
 
@@ -86,7 +87,7 @@ DEFAULT_MAX_TURNS_UNLIMITED_TOOLS = 100
 TOOL_LIMIT_NOTICE = "\n\nReached the maximum number of tool uses. Please output the final answer directly."
 TOOL_LIMIT_TRUNCATED = "The maximum number of tool uses was already reached, so this tool call was not run; the episode ends."
 TURN_LIMIT_NOTICE = "\n\nReached the maximum number of turns; the episode ends."
-UNKNOWN_TOOL_TYPE = "unknown"  # the tool_type of a function call that no tool takes
+UNKNOWN_TOOL_TYPE = "unknown"  # info["tool_call"]["tool"] of a function call that no tool takes
 
 ToolSpec = Union[BaseTool, Callable[[], BaseTool]]
 
@@ -254,19 +255,33 @@ class ToolEnvWrapper(EnvWrapper):
                             report_infra_failure(step[4], f"tool:{tool.tool_type}", failure)
                         return step
                 if call is not None and self._answers_unclaimed(call):
-                    return self._tool_result(UNKNOWN_TOOL_TYPE, ToolResult(self._unclaimed_text(call), True, call))
+                    return self._unclaimed(action, call)
             elif self.truncate_on_tool_limit and any(self._holds_call(tool, action, call) for tool in self.tools):
                 info = {**self._counters(), "use_tool": False, "tool_bonus": 0.0, "tool_limit_reached": True}
                 return self._result(TOOL_LIMIT_TRUNCATED, 0.0, False, True, info)
-            obs, reward, terminated, truncated, info = self.env.step(action)
-            info = dict(info)
-            if not (terminated or truncated) and self._turns_exhausted():
-                truncated = True
-                obs += TURN_LIMIT_NOTICE
-            info.update(self._counters(), use_tool=False, tool_bonus=0.0)
-            return self._result(obs, reward, terminated, truncated, info)
+            return self._step_env(action)
 
     # --------------------------------------------------------------------------- helpers
+    def _step_env(self, action: str, note: str = "", record: Optional[dict[str, Any]] = None) -> StepResult:
+        """Step the inner env with ``action``; ``note`` is added to its observation."""
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        info = dict(info)
+        if note:
+            obs = f"{obs}\n\n{note}"
+        if not (terminated or truncated) and self._turns_exhausted():
+            truncated = True
+            obs += TURN_LIMIT_NOTICE
+        info.update(self._counters(), use_tool=False, tool_bonus=0.0)
+        if record is not None:
+            info["tool_call"] = record
+        return self._result(obs, reward, terminated, truncated, info)
+
+    def _unclaimed(self, action: str, call: ToolCall) -> StepResult:
+        """A function call no tool took, naming no declared function: the env judges the action,
+        and the observation says what was wrong."""
+        text = self._unclaimed_text(call)
+        return self._step_env(action, text, ToolResult(text, True, call).record(UNKNOWN_TOOL_TYPE))
+
     def _tool_schemas(self, info: dict[str, Any]) -> list[dict[str, Any]]:
         """The inner env's ``info["tools"]`` and every tool's OpenAI schemas, each name once."""
         self._env_functions = bool(info.get("tools"))
@@ -316,8 +331,8 @@ class ToolEnvWrapper(EnvWrapper):
                 if isinstance(s, dict) and isinstance(s.get("function"), dict) and s["function"].get("name")]
 
     def _answers_unclaimed(self, call: ToolCall) -> bool:
-        """Whether the wrapper answers a function call no tool took: yes unless the inner env takes
-        function calls itself or declares the name, or no tool declares any function."""
+        """Whether the wrapper says what is wrong with a function call no tool took: yes unless the
+        inner env takes function calls itself or declares the name, or no tool declares any function."""
         if getattr(self, "_env_functions", False):
             return False
         names = self._declared_names()
@@ -326,8 +341,8 @@ class ToolEnvWrapper(EnvWrapper):
     def _unclaimed_text(self, call: ToolCall) -> str:
         available = ", ".join(sorted(self._declared_names()))
         if call.name:
-            return f"Error: unknown tool {preview(call.name, 80)!r}; available tools: {available}.\n"
-        return f"Invalid tool call: {call.error or 'it names no tool'}. Available tools: {available}.\n"
+            return f"Error: unknown tool {preview(call.name, 80)!r}; available tools: {available}."
+        return f"Invalid tool call: {call.error or 'it names no tool'}. Available tools: {available}."
 
     def _holds_call(self, tool: BaseTool, action: str, call: Optional[ToolCall]) -> bool:
         """Whether ``action`` holds a call of ``tool``, without running it (tools that can tell)."""
