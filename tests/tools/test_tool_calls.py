@@ -321,3 +321,33 @@ def test_the_observation_wrapper_reads_an_env_without_a_record():
     assert env.messages()[2] == {"role": "tool", "tool_call_id": "id7", "content": "result"}
     env.step("plain text")
     assert env.messages()[3] == {"role": "assistant", "content": "plain text"}
+
+
+def test_bash_and_editor_calls_are_read_without_running_anything():
+    from gem.tools.bash_tool import BashTool, SandboxShell
+    from gem.tools.editor_tool import EditorTool
+
+    bash = BashTool()
+    call = bash.find_call("run <bash>ls -l</bash> then", None)
+    assert call == ToolCall("bash", {"command": "ls -l"}, "<bash>ls -l</bash>", "run <bash>ls -l</bash>")
+    action = native("bash", "b1", command="pwd")
+    assert bash.find_call(action, read_function_call(action)).arguments == {"command": "pwd"}
+    action = '<tool_call>{"name": "bash", "arguments": {"command": "pwd"}}</tool_call>'
+    assert bash.find_call(action, read_function_call(action)).source == "tool_call"
+    action = native("view", path="a.txt")  # the editor's function: no bash call, whatever its text holds
+    assert bash.find_call(action, read_function_call(action)) is None
+    assert bash.execute_action(native("bash", command=5)) == (True, True, 'The bash call needs a string "command" argument.\n',
+                                                             native("bash", command=5))
+    assert not bash.shell.started  # nothing ran
+
+    editor = EditorTool(SandboxShell())
+    call = editor.find_call('<view path="a.txt" range="1,2"/> more', None)
+    assert call.name == "view" and call.arguments == {"path": "a.txt", "view_range": [1, 2]} and call.error is None
+    assert call.parsed_action == '<view path="a.txt" range="1,2"/>'
+    bad = editor.find_call('<insert path="a.txt">x</insert>', None)
+    assert bad.error == 'insert needs line="N"'
+    assert editor.execute_call(bad).as_tuple() == (True, True, 'Editor error: insert needs line="N".\n', bad.parsed_action)
+    action = native("str_replace_editor", command="erase", path="a.txt")
+    result = editor.execute_call(editor.find_call(action, read_function_call(action)))
+    assert result.error and "unknown editor command 'erase'; valid commands: view, str_replace, insert, create" in result.observation
+    assert not editor.shell.started
