@@ -27,7 +27,7 @@ from __future__ import annotations
 import abc
 import copy
 import threading
-from typing import Any, Collection, Optional
+from typing import Any, Collection, Optional, Union
 
 from gem.tools.function_call import read_function_call
 from gem.tools.types import ToolCall, ToolResult
@@ -105,6 +105,16 @@ class BaseTool(abc.ABC):
     def invalid_call(self, call: ToolCall) -> ToolResult:
         """The answer to a call that cannot run (``call.error``)."""
         return ToolResult(f"Invalid {call.name or self.tool_type} call: {call.error}.\n", True, call)
+
+    def string_argument(self, call: ToolCall, key: str) -> Union[str, ToolResult]:
+        """The call's string argument ``key``; for a call that cannot run or lacks it, the error
+        result to return instead."""
+        if call.error is not None:
+            return self.invalid_call(call)
+        value = call.arguments.get(key)
+        if not isinstance(value, str):
+            return ToolResult(f'The {call.name or self.tool_type} call needs a string "{key}" argument.\n', True, call)
+        return value
 
     # ----------------------------------------------------------- the original's API
     def execute_action(self, action: str) -> tuple[bool, bool, str, str]:

@@ -331,11 +331,9 @@ class BashTool(BaseTool):
 
     def execute_call(self, call: ToolCall) -> ToolResult:
         """Run the call's ``command`` in the shell; a call without a string ``command`` is an error."""
-        if call.error is not None:
-            return self.invalid_call(call)
-        command = call.arguments.get("command")
-        if not isinstance(command, str):
-            return ToolResult('The bash call needs a string "command" argument.\n', True, call)
+        command = self.string_argument(call, "command")
+        if isinstance(command, ToolResult):
+            return command
         try:
             if not self.shell.started:
                 self.shell.start(self.files)

@@ -135,11 +135,9 @@ class PythonCodeTool(BaseTool):
 
     def execute_call(self, call: ToolCall) -> ToolResult:
         """Run the call's ``code`` in the sandbox; a call without a string ``code`` is an error."""
-        if call.error is not None:
-            return self.invalid_call(call)
-        code = call.arguments.get("code")
-        if not isinstance(code, str):
-            return ToolResult('The python call needs a string "code" argument.\n', True, call)
+        code = self.string_argument(call, "code")
+        if isinstance(code, ToolResult):
+            return code
         if self.auto_imports:
             code = COMMON_IMPORTS + code
         try:
