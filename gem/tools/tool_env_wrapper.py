@@ -68,9 +68,9 @@ from __future__ import annotations
 
 import copy
 import logging
-from dataclasses import replace
 import threading
 import weakref
+from dataclasses import replace
 from typing import Any, Callable, Optional, Sequence, Union
 
 from gem.core import Env, EnvWrapper, StepResult
