@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
 from gem.tools.base_tool import BaseTool
-from gem.tools.function_call import parse_function_call
+from gem.tools.function_call import parse_function_call  # noqa: F401 -- imported from here by gem.envs.terminal
+from gem.tools.types import ToolCall, ToolResult
 from gem.utils.sandbox import Sandbox, SandboxError, SandboxLimits, SandboxSession
 from gem.utils.text import clean_text
 
@@ -318,25 +319,29 @@ class BashTool(BaseTool):
             "The working directory and variables persist between commands; background processes do not."
         )
 
-    def execute_action(self, action: str) -> tuple[bool, bool, str, str]:
-        if not isinstance(action, str):
-            action = str(action)
-        call = parse_function_call(action)
-        if call is not None and call[0] == "bash" and isinstance(call[1].get("command"), str):
-            command, parsed = call[1]["command"], action
-        else:
-            found = find_bash_command(action)
-            if found is None:
-                return False, True, "", action
-            command, parsed = found.command, action[: found.end]
+    def function_names(self) -> tuple[str, ...]:
+        return ("bash",)
+
+    def parse_tags(self, action: str) -> Optional[ToolCall]:
+        """The first ``<bash>`` block or fenced shell block."""
+        found = find_bash_command(action)
+        if found is None:
+            return None
+        return ToolCall("bash", {"command": found.command}, action[found.start : found.end], action[: found.end], source="tag")
+
+    def execute_call(self, call: ToolCall) -> ToolResult:
+        """Run the call's ``command`` in the shell; a call without a string ``command`` is an error."""
+        command = self.string_argument(call, "command")
+        if isinstance(command, ToolResult):
+            return command
         try:
             if not self.shell.started:
                 self.shell.start(self.files)
             result = self.shell.run(command)
         except (ShellError, SandboxError) as exc:  # the sandbox itself failed: say so, never raise
             self.record_infra_failure(exc)
-            return True, True, f"The shell is not available: {exc}\n", parsed
-        return True, result.exit_code != 0, result.render() + "\n", parsed
+            return ToolResult(f"The shell is not available: {exc}\n", True, call)
+        return ToolResult(result.render() + "\n", result.exit_code != 0, call)
 
     def reset(self) -> None:
         """A fresh shell (and workspace) for the next episode; started on first use."""

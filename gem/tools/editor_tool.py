@@ -30,7 +30,7 @@ from typing import Any, Callable, Optional
 
 from gem.tools.base_tool import BaseTool
 from gem.tools.bash_tool import SandboxShell, ShellError
-from gem.tools.function_call import parse_function_call
+from gem.tools.types import ToolCall, ToolResult
 from gem.utils.sandbox import SandboxError
 
 _PATH = {"type": "string", "description": "file or directory path, relative to the current directory"}
@@ -191,17 +191,24 @@ class EditorTool(BaseTool):
             "<create path=\"FILE\">CONTENT</create>."
         )
 
-    def execute_action(self, action: str) -> tuple[bool, bool, str, str]:
-        if not isinstance(action, str):
-            action = str(action)
-        call = parse_function_call(action)
-        req = request_from_call(*call) if call is not None else None
-        parsed = action
+    def function_names(self) -> tuple[str, ...]:
+        return (*OPERATIONS, "str_replace_editor")
+
+    def parse_tags(self, action: str) -> Optional[ToolCall]:
+        """The first editor tag (``<view/>``, ``<str_replace>``, ``<insert>``, ``<create>``)."""
+        found = parse_editor_tag(action)
+        if found is None:
+            return None
+        req, start, end = found
+        arguments = {k: v for k, v in req.items() if k not in ("op", "error")}
+        return ToolCall(req["op"], arguments, action[start:end], action[:end], source="tag", error=req.get("error"))
+
+    def execute_call(self, call: ToolCall) -> ToolResult:
+        """Run the edit the call asks for; a malformed call is an ``Editor error:`` observation."""
+        req = request_from_call(call.name, call.arguments) if call.error is None else None
         if req is None:
-            found = parse_editor_tag(action)
-            if found is None:
-                return False, True, "", action
-            req, _start, end = found
-            parsed = action[:end]
+            error = call.error or (f"unknown editor command {call.arguments.get('command')!r}; "
+                                   f"valid commands: {', '.join(OPERATIONS)}")
+            req = {"op": call.name, "error": error}
         ok, text = run_editor_request(self.shell, req, self.record_infra_failure)
-        return True, not ok, text + "\n", parsed
+        return ToolResult(text + "\n", not ok, call)

@@ -10,8 +10,9 @@ Every tool accepts a call in two written forms besides its own tags:
   form, and GEM's ``<tool_call><tool_name>...</tool_name><arguments>...</arguments></tool_call>``),
   read by :func:`parse_tool_call`.
 
-Both read the JSON with :func:`gem.utils.parsing.function_call_from_json`, the one parser of
-function calls. :func:`function_schema` builds the ``{"type": "function", "function": {...}}``
+:func:`read_function_call` reads either form once into a :class:`gem.tools.types.ToolCall` (what
+``ToolEnvWrapper`` routes by name); both read the JSON with
+:func:`gem.utils.parsing.function_call_from_json`, the one parser of function calls. :func:`function_schema` builds the ``{"type": "function", "function": {...}}``
 entry a tool lists in :meth:`gem.tools.base_tool.BaseTool.openai_schemas`.
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
+from gem.tools.types import ToolCall
 from gem.utils.parsing import function_call_from_json
 
 MAX_CALL_CHARS = 1_000_000
@@ -55,15 +57,25 @@ def parse_function_call(action: str) -> Optional[tuple[str, dict[str, Any]]]:
     return None if data is None else function_call_from_json(data)
 
 
-def function_call_id(action: str) -> Optional[str]:
-    """The ``id`` of the function call that the whole ``action`` is (a mapped ``tool_calls`` entry), else ``None``."""
-    data = _json_action(action)
+def _call_entry(data: Any) -> Any:
+    """The one call entry of parsed JSON: a one-element list and a ``tool_calls`` array unwrapped."""
     if isinstance(data, list) and len(data) == 1:
         data = data[0]
     if isinstance(data, dict) and isinstance(data.get("tool_calls"), list) and data["tool_calls"]:
         data = data["tool_calls"][0]
-    call_id = data.get("id") if isinstance(data, dict) else None
-    return call_id if isinstance(call_id, str) and call_id and function_call_from_json(data) is not None else None
+    return data
+
+
+def _entry_id(entry: Any) -> Optional[str]:
+    call_id = entry.get("id") if isinstance(entry, dict) else None
+    return call_id if isinstance(call_id, str) and call_id else None
+
+
+def function_call_id(action: str) -> Optional[str]:
+    """The ``id`` of the function call that the whole ``action`` is (a mapped ``tool_calls`` entry), else ``None``."""
+    entry = _call_entry(_json_action(action))
+    call_id = _entry_id(entry)
+    return call_id if call_id is not None and function_call_from_json(entry) is not None else None
 
 
 def _diagnose(call: Any) -> str:
@@ -152,3 +164,39 @@ def find_function_call(action: str, names: Any) -> Optional[tuple[str, dict[str,
     if found and name in names and arguments is not None:
         return name, arguments, parsed_action
     return None
+
+
+def _native_call(action: str, data: Any) -> Optional[ToolCall]:
+    """The call that parsed JSON ``data`` (the whole ``action``) is; a named call whose arguments are
+    malformed comes back with ``error``. ``None`` when ``data`` is not shaped as a call."""
+    entry = _call_entry(data)
+    parsed = function_call_from_json(entry)
+    if parsed is not None:
+        return ToolCall(parsed[0], parsed[1], action, action, _entry_id(entry), "native")
+    function = entry.get("function") if isinstance(entry, dict) and isinstance(entry.get("function"), dict) else entry
+    if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+        return None  # JSON, but not a function call (an answer written as JSON): not a tool's business
+    return ToolCall(function["name"], {}, action, action, _entry_id(entry), "native", _diagnose(function))
+
+
+def read_function_call(action: Any) -> Optional[ToolCall]:
+    """The function call ``action`` holds in one of the forms every tool accepts, read once.
+
+    The whole action as a function call (``source="native"``, with the call's ``id`` when it has
+    one) comes first, then the first ``<tool_call>...</tool_call>`` (``source="tool_call"``). A
+    call that cannot run (malformed JSON inside ``<tool_call>``, arguments that are not an object)
+    is returned with ``error`` saying why, so the tool it names can answer it. ``None`` when the
+    action holds neither form (a whole action that is not valid JSON is ordinary text).
+    """
+    if not isinstance(action, str):
+        return None
+    data = _json_action(action)
+    if data is not None:
+        call = _native_call(action, data)
+        if call is not None:
+            return call
+    start = action.find(OPEN_TAG)
+    if start < 0:
+        return None
+    _found, name, arguments, parsed_action, error = parse_tool_call(action)
+    return ToolCall(name or "", arguments or {}, parsed_action[start:], parsed_action, None, "tool_call", error or None)

@@ -59,8 +59,9 @@ from typing import Any, Callable, Optional, Union
 
 from gem.errors import ResourceUnavailable, missing_extra
 from gem.tools.base_tool import BaseTool
-from gem.tools.function_call import CLOSE_TAG, MAX_CALL_CHARS, OPEN_TAG, find_function_call, parse_tool_call
+from gem.tools.function_call import CLOSE_TAG, MAX_CALL_CHARS, OPEN_TAG, parse_tool_call, read_function_call
 from gem.tools.mcp_config import ServerConfig, auth_headers, normalize_config
+from gem.tools.types import ToolCall, ToolResult
 from gem.tools.mcp_session import (
     CLOSE_TIMEOUT_S,
     _Connection,
@@ -424,34 +425,33 @@ class MCPTool(BaseTool):
             return []
         return _schemas(tools)
 
-    def _native_call(self, action: str) -> Optional[tuple[str, dict[str, Any], str]]:
-        """A whole-action function call of one of the listed tools (only when they are listed already)."""
-        if self._tools is None or not action.lstrip().startswith(("{", "[")):
-            return None
-        return find_function_call(action, self._routes)
+    def accepts(self, call: ToolCall) -> bool:
+        """Every ``<tool_call>`` (a malformed one or one naming no listed tool gets an error
+        observation); a whole-action function call of a listed tool (only once they are listed)."""
+        if call.source == "tool_call":
+            return True
+        return call.native and self._tools is not None and call.name in self._routes
 
     def has_call(self, action: str) -> bool:
         """Whether ``action`` holds a tool call (well-formed or not), without running anything."""
-        return isinstance(action, str) and (OPEN_TAG in action or self._native_call(action) is not None)
+        return isinstance(action, str) and self.find_call(action, read_function_call(action)) is not None
 
     def execute_action(self, action: str) -> tuple[bool, bool, str, str]:
         """Run the first ``<tool_call>`` in ``action`` (or the function call that the whole action is)."""
-        if not isinstance(action, str):
-            action = clean_text(action)
-        native = self._native_call(action)
-        if native is not None:
-            found, (name, arguments, parsed_action), error = True, native, ""
+        return super().execute_action(action if isinstance(action, str) else clean_text(action))
+
+    def no_call(self, action: str) -> tuple[bool, bool, str, str]:
+        return False, False, "", action
+
+    def execute_call(self, call: ToolCall) -> ToolResult:
+        """Call the named tool on its server; a malformed call is an error observation."""
+        if call.error is not None:
+            has_error, text = True, f"Invalid tool call: {call.error}."
         else:
-            found, name, arguments, parsed_action, error = parse_tool_call(action)
-        if not found:
-            return False, False, "", action
-        if error:
-            has_error, text = True, f"Invalid tool call: {error}."
-        else:
-            has_error, text = self.call_tool(name, arguments)  # type: ignore[arg-type]
+            has_error, text = self.call_tool(call.name, call.arguments)
         if self.wrap_observation:
             text = f"\n<tool_response>\n{text}\n</tool_response>\n"
-        return True, has_error, text, parsed_action
+        return ToolResult(text, has_error, call)
 
     # ------------------------------------------------------------------ the original's API
     def get_available_tools(self) -> list[dict[str, Any]]:

@@ -16,7 +16,8 @@ import logging
 from typing import Any
 
 from gem.tools.base_tool import BaseTool
-from gem.tools.function_call import find_function_call, function_schema
+from gem.tools.function_call import function_schema, read_function_call
+from gem.tools.types import ToolCall, ToolResult
 from gem.utils.constants import COMMON_IMPORTS
 from gem.utils.parsing import extract_first_python_block
 from gem.utils.sandbox import Sandbox, SandboxError, SandboxLimits, SandboxResult, SandboxSession, default_sandbox
@@ -111,35 +112,40 @@ class PythonCodeTool(BaseTool):
             {"code": {"type": "string", "description": "the Python program to run; print what you want to see"}},
         )]
 
-    def _parse_action(self, action: str) -> tuple[str | None, str, bool]:
-        """``(code, action cut after the block, found)`` as GEM's tool returns them."""
-        call = find_function_call(action, (FUNCTION_NAME,))
-        if call is not None:
-            code = call[1].get("code")
-            return (code if isinstance(code, str) else None), call[2], True
+    def function_names(self) -> tuple[str, ...]:
+        return (FUNCTION_NAME,)
+
+    def parse_tags(self, action: str) -> ToolCall | None:
+        """The first ``<python>`` or fenced ``python`` block (the one that closes first)."""
         found = extract_first_python_block(action)
         if found is None:
-            return None, action, False
+            return None
         code, end = found
-        return code, action[:end], True
+        head = action[:end]
+        start = head.find("<python>") if head.endswith("</python>") else head.rfind("```", 0, end - 3)
+        return ToolCall(FUNCTION_NAME, {"code": code}, action[max(start, 0) : end], head, source="tag")
 
-    def execute_action(self, action: str) -> tuple[bool, bool, str, str]:
-        """Run the first Python block of ``action``; see :meth:`BaseTool.execute_action`."""
-        if not isinstance(action, str):
-            action = str(action)
-        code, parsed_action, found = self._parse_action(action)
-        if not found:
-            return False, True, "", action
-        if code is None:
-            return True, True, 'The python call needs a string "code" argument.\n', parsed_action
+    def _parse_action(self, action: str) -> tuple[str | None, str, bool]:
+        """``(code, action cut after the block, found)`` as GEM's tool returns them."""
+        call = self.find_call(action, read_function_call(action))
+        if call is None:
+            return None, action, False
+        code = call.arguments.get("code")
+        return (code if isinstance(code, str) and call.error is None else None), call.parsed_action, True
+
+    def execute_call(self, call: ToolCall) -> ToolResult:
+        """Run the call's ``code`` in the sandbox; a call without a string ``code`` is an error."""
+        code = self.string_argument(call, "code")
+        if isinstance(code, ToolResult):
+            return code
         if self.auto_imports:
             code = COMMON_IMPORTS + code
         try:
             result = self.run(code)
         except SandboxError as exc:  # the sandbox itself failed: not the agent's code
             self.record_infra_failure(exc)
-            return True, True, f"The Python sandbox is not available: {exc}\n", parsed_action
-        return True, not result.ok, self.format_result(result), parsed_action
+            return ToolResult(f"The Python sandbox is not available: {exc}\n", True, call)
+        return ToolResult(self.format_result(result), not result.ok, call)
 
     def run(self, code: str) -> SandboxResult:
         """Run ``code`` (statefully in this episode's session when ``stateful``)."""

@@ -33,7 +33,8 @@ from urllib.parse import urlsplit
 
 from gem.errors import missing_extra
 from gem.tools.base_tool import BaseTool
-from gem.tools.function_call import find_function_call, function_schema
+from gem.tools.function_call import function_schema, read_function_call
+from gem.tools.types import ToolCall, ToolResult
 from gem.utils.text import clean_text, preview
 
 logger = logging.getLogger(__name__)
@@ -130,46 +131,52 @@ class SearchTool(BaseTool):
             {"query": {"type": "string", "description": "what to search for"}},
         )]
 
-    def _find_query(self, action: str) -> Optional[tuple[str, str]]:
-        """``(raw query, action cut after the call)`` of the first search call, else ``None``."""
-        call = find_function_call(action, (FUNCTION_NAME,))
-        if call is not None:
-            query = call[1].get("query")
-            return (query if isinstance(query, str) else ""), call[2]
+    def function_names(self) -> tuple[str, ...]:
+        return (FUNCTION_NAME,)
+
+    def parse_tags(self, action: str) -> Optional[ToolCall]:
+        """The first ``<search>query</search>``."""
         match = _SEARCH.search(action)
-        return None if match is None else (match.group(1), action[: match.end()])
+        if match is None:
+            return None
+        return ToolCall(FUNCTION_NAME, {"query": match.group(1)}, match.group(0), action[: match.end()], source="tag")
 
     def execute_action(self, action: str) -> tuple[bool, bool, str, str]:
         """``(is_parsed, has_error, observation, parsed_action)`` for the first search call. Never raises."""
         if not isinstance(action, str):
             return False, True, "", ""
-        found = self._find_query(action)
-        if found is None:
-            return False, True, "", ""
-        raw_query, parsed_action = found
-        query = clean_text(raw_query).strip()
+        return super().execute_action(action)
+
+    def no_call(self, action: str) -> tuple[bool, bool, str, str]:
+        return False, True, "", ""
+
+    def execute_call(self, call: ToolCall) -> ToolResult:
+        """Search for the call's ``query``; an empty or overlong query is an error. Never raises."""
+        if call.error is not None:
+            return ToolResult(self._observation(f"Invalid search call: {call.error}."), True, call)
+        raw_query = call.arguments.get("query")
+        query = clean_text(raw_query if isinstance(raw_query, str) else "").strip()
         if not query:
-            return True, True, self._observation("Your search query was empty; write it between <search> and </search>."), parsed_action
+            return ToolResult(self._observation("Your search query was empty; write it between <search> and </search>."), True, call)
         if len(query) > MAX_QUERY_CHARS:
-            return (
-                True,
-                True,
+            return ToolResult(
                 self._observation(f"Your search query is {len(query)} characters long; keep it under {MAX_QUERY_CHARS}: {preview(query)}"),
-                parsed_action,
+                True,
+                call,
             )
         try:
             documents = self.search(query)
         except (SearchError, ImportError) as exc:  # the server or the client side failed, not the query
             logger.warning("Search for %r failed: %s", preview(query, 80), exc)
             self.record_infra_failure(exc)
-            return True, True, self._observation(f"[SearchTool Error: {exc}]"), parsed_action
+            return ToolResult(self._observation(f"[SearchTool Error: {exc}]"), True, call)
         if not documents:
-            return True, False, self._observation(f"No documents found for: {preview(query)}"), parsed_action
-        return True, False, self._observation(format_documents(documents)), parsed_action
+            return ToolResult(self._observation(f"No documents found for: {preview(query)}"), False, call)
+        return ToolResult(self._observation(format_documents(documents)), False, call)
 
     def has_call(self, action: str) -> bool:
         """Whether ``action`` holds a search call (without running it)."""
-        return isinstance(action, str) and self._find_query(action) is not None
+        return isinstance(action, str) and self.find_call(action, read_function_call(action)) is not None
 
     def __getstate__(self) -> dict[str, Any]:
         # Sessions are per thread and not copyable; a copy (spawn, pickling) opens its own.

@@ -1,9 +1,23 @@
 """``ToolEnvWrapper``: let the agent call tools (Python, search, MCP) inside an episode.
 
-Each step the wrapper offers the action to its tools in order. The first tool that finds its call
-in the action runs it, and the tool's output is the next observation: the inner env is *not*
-stepped, so the agent can use tools as often as it needs before it answers. An action without a
-tool call goes to the inner env unchanged.
+Each step the wrapper reads the action's function call once (an OpenAI-style call as the whole
+action, or ``<tool_call>...</tool_call>``: :func:`gem.tools.function_call.read_function_call`) into a
+:class:`gem.tools.types.ToolCall` and offers the action to its tools in order: a tool takes the
+call when it declares the call's name, else looks for its own tags (``<python>``, ``<search>``,
+...). The first tool that finds its call runs it (:meth:`BaseTool.execute_call`), and the tool's
+output is the next observation: the inner env is *not* stepped, so the agent can use tools as
+often as it needs before it answers. An action without a tool call goes to the inner env
+unchanged. Tools written for the original GEM (only ``execute_action``) are offered the action
+through ``execute_action``, as before.
+
+A function call that no tool takes goes to the inner env, which judges it as before (its reward
+and its end of the episode, usually a format error). When the call names no function that the
+tools or the inner env declare (an unknown tool, or a ``<tool_call>`` too malformed to name one)
+and the inner env declares no functions of its own, the wrapper adds a line to the env's
+observation saying what was wrong and which tools there are (``Error: unknown tool 'x';
+available tools: python, search.``), and ``info["tool_call"]`` records the call with ``tool``
+``"unknown"`` and ``failed=True``; ``use_tool`` stays ``False``. A whole action that is not valid
+JSON is ordinary text.
 
 Limits (GEM's semantics, plus a turn cap so no episode can run forever):
 
@@ -24,8 +38,11 @@ this step's reward that the tool rules gave: the whole reward of a tool call, 0.
 step, so the task's own reward is ``reward - tool_bonus``), ``tools`` (below),
 ``tool_use_counter``, ``tool_success_counter``, ``tool_error_counter``, ``tool_use_counts`` (calls
 per tool type), ``turn_counter``; for a tool call also ``parsed_action`` (the action cut after the
-call), ``tool_type``, ``tool_error`` and, when the action was a function call carrying an ``"id"``,
-``tool_call_id``. ``reset`` puts the previous episode's totals in ``prev_ep_tool_use_counter`` and
+call), ``tool_type``, ``tool_error``, ``tool_call`` (the call and its outcome as plain data:
+``name``, ``arguments``, ``id``, ``source`` (``"native"``, ``"tool_call"`` or ``"tag"``), ``error``
+(why the call could not run, or ``None``), ``tool``, ``failed``, ``extra``; see
+:meth:`gem.tools.types.ToolResult.record`) and, when the action was a function call carrying an
+``"id"``, ``tool_call_id``. ``reset`` puts the previous episode's totals in ``prev_ep_tool_use_counter`` and
 ``prev_ep_tool_success_counter``.
 
 Native function calling: ``info["tools"]`` (in ``reset`` and every ``step``) lists the OpenAI
@@ -53,12 +70,14 @@ import copy
 import logging
 import threading
 import weakref
+from dataclasses import replace
 from typing import Any, Callable, Optional, Sequence, Union
 
 from gem.core import Env, EnvWrapper, StepResult
 from gem.errors import GemError, report_infra_failure
-from gem.tools.base_tool import BaseTool
-from gem.tools.function_call import function_call_id
+from gem.tools.base_tool import BaseTool, speaks_calls
+from gem.tools.function_call import read_function_call
+from gem.tools.types import ToolCall, ToolResult
 from gem.utils.text import preview
 
 logger = logging.getLogger(__name__)
@@ -68,6 +87,7 @@ DEFAULT_MAX_TURNS_UNLIMITED_TOOLS = 100
 TOOL_LIMIT_NOTICE = "\n\nReached the maximum number of tool uses. Please output the final answer directly."
 TOOL_LIMIT_TRUNCATED = "The maximum number of tool uses was already reached, so this tool call was not run; the episode ends."
 TURN_LIMIT_NOTICE = "\n\nReached the maximum number of turns; the episode ends."
+UNKNOWN_TOOL_TYPE = "unknown"  # info["tool_call"]["tool"] of a function call that no tool takes
 
 ToolSpec = Union[BaseTool, Callable[[], BaseTool]]
 
@@ -179,6 +199,7 @@ class ToolEnvWrapper(EnvWrapper):
         self.truncate_on_tool_limit = truncate_on_tool_limit
         self._lock = threading.RLock()
         self._schemas: list[dict[str, Any]] = []
+        self._env_functions = False  # the inner env declares functions (its info["tools"]) of its own
         self._zero_counters()
         self.prev_ep_tool_use_counter = 0
         self.prev_ep_tool_success_counter = 0
@@ -221,31 +242,49 @@ class ToolEnvWrapper(EnvWrapper):
             self._check_step()
             self.turn_counter += 1
             capped = self.max_tool_uses is not None and self.tool_use_counter >= self.max_tool_uses
+            call = read_function_call(action)  # the one parse of the action's function call
             if not capped:
                 for tool in self.tools:
-                    found, has_error, observation, parsed_action, failure = self._execute(tool, action)
-                    if found:
+                    result, failure = self._execute(tool, action, call)
+                    if result is not None:
                         if verbose:
                             logger.info("Tool %s ran (%s); tool uses this episode: %d", tool.tool_type,
-                                        "error" if has_error else "ok", self.tool_use_counter + 1)
-                        result = self._tool_result(tool, has_error, observation, parsed_action, action)
+                                        "error" if result.error else "ok", self.tool_use_counter + 1)
+                        step = self._tool_result(tool.tool_type, result)
                         if failure is not None:
-                            report_infra_failure(result[4], f"tool:{tool.tool_type}", failure)
-                        return result
-            elif self.truncate_on_tool_limit and any(self._holds_call(tool, action) for tool in self.tools):
+                            report_infra_failure(step[4], f"tool:{tool.tool_type}", failure)
+                        return step
+                if call is not None and self._answers_unclaimed(call):
+                    return self._unclaimed(action, call)
+            elif self.truncate_on_tool_limit and any(self._holds_call(tool, action, call) for tool in self.tools):
                 info = {**self._counters(), "use_tool": False, "tool_bonus": 0.0, "tool_limit_reached": True}
                 return self._result(TOOL_LIMIT_TRUNCATED, 0.0, False, True, info)
-            obs, reward, terminated, truncated, info = self.env.step(action)
-            info = dict(info)
-            if not (terminated or truncated) and self._turns_exhausted():
-                truncated = True
-                obs += TURN_LIMIT_NOTICE
-            info.update(self._counters(), use_tool=False, tool_bonus=0.0)
-            return self._result(obs, reward, terminated, truncated, info)
+            return self._step_env(action)
 
     # --------------------------------------------------------------------------- helpers
+    def _step_env(self, action: str, note: str = "", record: Optional[dict[str, Any]] = None) -> StepResult:
+        """Step the inner env with ``action``; ``note`` is added to its observation."""
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        info = dict(info)
+        if note:
+            obs = f"{obs}\n\n{note}"
+        if not (terminated or truncated) and self._turns_exhausted():
+            truncated = True
+            obs += TURN_LIMIT_NOTICE
+        info.update(self._counters(), use_tool=False, tool_bonus=0.0)
+        if record is not None:
+            info["tool_call"] = record
+        return self._result(obs, reward, terminated, truncated, info)
+
+    def _unclaimed(self, action: str, call: ToolCall) -> StepResult:
+        """A function call no tool took, naming no declared function: the env judges the action,
+        and the observation says what was wrong."""
+        text = self._unclaimed_text(call)
+        return self._step_env(action, text, ToolResult(text, True, call).record(UNKNOWN_TOOL_TYPE))
+
     def _tool_schemas(self, info: dict[str, Any]) -> list[dict[str, Any]]:
         """The inner env's ``info["tools"]`` and every tool's OpenAI schemas, each name once."""
+        self._env_functions = bool(info.get("tools"))
         schemas, names = [], set()
         for schema in list(info.get("tools") or []) + [s for tool in self.tools for s in tool.openai_schemas()]:
             name = schema.get("function", {}).get("name") if isinstance(schema, dict) else None
@@ -254,25 +293,65 @@ class ToolEnvWrapper(EnvWrapper):
                 schemas.append(schema)
         return schemas
 
-    def _execute(self, tool: BaseTool, action: str) -> tuple[bool, bool, str, str, Optional[BaseException]]:
-        """The tool's answer and its infrastructure failure, if any; a tool that raises becomes a
-        failed call (it must not crash the episode) and is reported as such a failure."""
+    def _execute(self, tool: BaseTool, action: Any, call: Optional[ToolCall]) -> tuple[Optional[ToolResult], Optional[BaseException]]:
+        """The tool's result (``None``: no call of it in ``action``) and its infrastructure failure,
+        if any; a tool that raises becomes a failed call (it must not crash the episode) and is
+        reported as such a failure."""
+        found: Optional[ToolCall] = None
         try:
-            found, has_error, observation, parsed_action = tool.execute_action(action)
+            if speaks_calls(tool):
+                found = tool.find_call(action if isinstance(action, str) else str(action), call)
+                result = None if found is None else tool.execute_call(found)
+            else:  # a tool written for the original GEM: only execute_action
+                answer = tool.execute_action(action)
+                result = None if not answer[0] else ToolResult.from_tuple(tuple(answer), self._call_of(tool, call, action))
         except Exception as exc:  # noqa: BLE001 -- a broken tool is reported to the agent, and logged
             logger.exception("%s raised on an action", type(tool).__name__)
             tool.take_infra_failure()
             text = f"The {tool.tool_type} tool failed: {preview(f'{type(exc).__name__}: {exc}')}"
-            return True, True, text, action, exc
-        return bool(found), bool(has_error), observation, parsed_action, tool.take_infra_failure()
+            failed = replace(found or self._call_of(tool, call, action), parsed_action=action)
+            return ToolResult(text, True, failed), exc
+        return result, tool.take_infra_failure()
 
     @staticmethod
-    def _holds_call(tool: BaseTool, action: str) -> bool:
-        """Whether ``action`` holds a call of ``tool``, without running it (tools that can tell)."""
-        parse = getattr(tool, "has_call", None) or getattr(tool, "_parse_action", None)
-        if parse is None:
+    def _call_of(tool: BaseTool, call: Optional[ToolCall], action: Any) -> ToolCall:
+        """The call an ``execute_action``-only tool ran: the action's function call when the whole
+        action is one or names one of the tool's functions, else the tool's own (unread) text."""
+        if call is not None:
+            try:
+                if call.native or call.name in tool.function_names():
+                    return call
+            except Exception:  # noqa: BLE001 -- a tool whose schemas fail has named nothing
+                logger.debug("%s.function_names() failed", type(tool).__name__, exc_info=True)
+        text = action if isinstance(action, str) else str(action)
+        return ToolCall(tool.tool_type, {}, text, text, source="tag")
+
+    def _declared_names(self) -> list[str]:
+        return [str(s["function"]["name"]) for s in self._schemas
+                if isinstance(s, dict) and isinstance(s.get("function"), dict) and s["function"].get("name")]
+
+    def _answers_unclaimed(self, call: ToolCall) -> bool:
+        """Whether the wrapper says what is wrong with a function call no tool took: yes unless the
+        inner env takes function calls itself or declares the name, or no tool declares any function."""
+        if getattr(self, "_env_functions", False):
             return False
+        names = self._declared_names()
+        return bool(names) and call.name not in names
+
+    def _unclaimed_text(self, call: ToolCall) -> str:
+        available = ", ".join(sorted(self._declared_names()))
+        if call.name:
+            return f"Error: unknown tool {preview(call.name, 80)!r}; available tools: {available}."
+        return f"Invalid tool call: {call.error or 'it names no tool'}. Available tools: {available}."
+
+    def _holds_call(self, tool: BaseTool, action: str, call: Optional[ToolCall]) -> bool:
+        """Whether ``action`` holds a call of ``tool``, without running it (tools that can tell)."""
         try:
+            if speaks_calls(tool):
+                return tool.find_call(action if isinstance(action, str) else str(action), call) is not None
+            parse = getattr(tool, "has_call", None) or getattr(tool, "_parse_action", None)
+            if parse is None:
+                return False
             result = parse(action)
         except Exception:  # noqa: BLE001 -- a parser that fails has found nothing
             return False
@@ -280,26 +359,30 @@ class ToolEnvWrapper(EnvWrapper):
             return bool(result[-1])  # GEM's parsers end with is_valid
         return bool(result)
 
-    def _tool_result(self, tool: BaseTool, has_error: bool, observation: str, parsed_action: str, action: str) -> StepResult:
+    def _tool_result(self, tool_type: str, result: ToolResult) -> StepResult:
         self.tool_use_counter += 1
-        self.tool_use_counts[tool.tool_type] = self.tool_use_counts.get(tool.tool_type, 0) + 1
+        self.tool_use_counts[tool_type] = self.tool_use_counts.get(tool_type, 0) + 1
         reward = self.tool_reward
-        if has_error:
+        if result.error:
             self.tool_error_counter += 1
             reward += self.tool_execute_error_reward
         else:
             self.tool_success_counter += 1
             reward += self.tool_success_reward
+        if result.reward is not None:
+            reward += float(result.reward)
+        observation = result.observation
         if self.max_tool_uses is not None and self.tool_use_counter == self.max_tool_uses:
             observation += TOOL_LIMIT_NOTICE
         truncated = self._turns_exhausted()
         if truncated:
             observation += TURN_LIMIT_NOTICE
-        info = {**self._counters(), "use_tool": True, "tool_bonus": reward, "tool_type": tool.tool_type,
-                "parsed_action": parsed_action, "tool_error": has_error}
-        call_id = function_call_id(action)
-        if call_id is not None:
-            info["tool_call_id"] = call_id
+        call = result.call
+        info = {**self._counters(), "use_tool": True, "tool_bonus": reward, "tool_type": tool_type,
+                "parsed_action": call.parsed_action, "tool_error": bool(result.error),
+                "tool_call": result.record(tool_type)}
+        if call.native and call.id is not None:
+            info["tool_call_id"] = call.id
         return self._result(observation, reward, False, truncated, info)
 
     def _turns_exhausted(self) -> bool:
@@ -317,7 +400,8 @@ class ToolEnvWrapper(EnvWrapper):
 
     # ---------------------------------------------------------------- state and lifecycle
     _STATE_FIELDS = ("tool_use_counter", "tool_success_counter", "tool_error_counter", "turn_counter",
-                     "tool_use_counts", "prev_ep_tool_use_counter", "prev_ep_tool_success_counter", "_needs_reset", "_schemas")
+                     "tool_use_counts", "prev_ep_tool_use_counter", "prev_ep_tool_success_counter", "_needs_reset", "_schemas",
+                     "_env_functions")
 
     def get_state(self) -> dict[str, Any]:
         """The inner env's state and this wrapper's counters (tools are not snapshotted)."""

@@ -15,9 +15,11 @@ Modes (GEM's options):
 * ``include_chat_template=True``: the history as chat messages rendered with a ``transformers``
   tokenizer's chat template, ending with the generation prompt. Env observations and tool outputs
   are ``user`` messages and actions are ``assistant`` messages. Only a tool output that answers a
-  native function call (the step's ``info["tool_call_id"]``, set by ``ToolEnvWrapper`` when the
-  action was a function call with an ``"id"``) is a ``tool`` message with that ``tool_call_id``;
-  its action is then an assistant message with empty content and that call in ``tool_calls``.
+  native function call (``ToolEnvWrapper``'s record of the step's call, ``info["tool_call"]``, with
+  ``source`` ``"native"`` and an ``id``) is a ``tool`` message with that ``tool_call_id``; its
+  action is then an assistant message with empty content and that call in ``tool_calls``. The
+  wrapper reads the call from the record and never parses the action again (an env below that
+  reports ``info["tool_call_id"]`` without a record has its action read as a function call).
 * ``apply_chat_template_on_reset=True``: append-only. The first observation is rendered as a user
   turn with the generation prompt; each later step appends the action exactly as the agent wrote
   it, followed by the template's own end of the assistant turn, the next user turn and the
@@ -63,10 +65,32 @@ def assistant_text(action: Any, info: dict[str, Any]) -> str:
 
 
 class Turn(NamedTuple):
-    """One observation as the model sees it: the user turn's text, and the native call it answers."""
+    """One observation as the model sees it: the user turn's text, and the native call it answers
+    (its id, and its ``(name, arguments)``)."""
 
     content: str
     tool_call_id: Optional[str] = None
+    function: Optional[tuple[str, dict[str, Any]]] = None
+
+
+def answered_call(action: str, info: dict[str, Any]) -> tuple[Optional[str], Optional[tuple[str, dict[str, Any]]]]:
+    """``(tool_call_id, (name, arguments))`` of the native function call a step answered, else ``(None, None)``.
+
+    Read from ``ToolEnvWrapper``'s record (``info["tool_call"]``); an env that reports only
+    ``info["tool_call_id"]`` has ``action`` read as a function call.
+    """
+    if not info.get("use_tool"):
+        return None, None
+    record = info.get("tool_call")
+    if isinstance(record, dict):
+        call_id, name, arguments = record.get("id"), record.get("name"), record.get("arguments")
+        if (record.get("source") == "native" and isinstance(call_id, str) and call_id
+                and isinstance(name, str) and isinstance(arguments, dict)):
+            return call_id, (name, arguments)
+        return None, None
+    call_id = info.get("tool_call_id")
+    function = parse_function_call(action) if isinstance(call_id, str) and call_id else None
+    return (call_id, function) if function is not None else (None, None)
 
 
 class ObservationWrapper(EnvWrapper):
@@ -118,11 +142,11 @@ class ObservationWrapper(EnvWrapper):
         obs, reward, terminated, truncated, info = self.env.step(action)
         previous = self.obs_queue[-1] if self.obs_queue else Turn("")
         act = assistant_text(action, info)
-        call_id = info.get("tool_call_id") if info.get("use_tool") and parse_function_call(act) else None
+        call_id, function = answered_call(act, info)
         # A step that ended the episode asks for nothing more: its suffix (a request for the next
         # move or answer) is left out, whatever the env or a wrapper below put there.
         shown = {k: v for k, v in info.items() if k != "suffix"} if terminated or truncated else info
-        turn = Turn(user_content(obs, shown), call_id if isinstance(call_id, str) and call_id else None)
+        turn = Turn(user_content(obs, shown), call_id, function)
         self.act_queue.append(act)
         self.obs_queue.append(turn)
         if self.apply_chat_template_on_reset:
@@ -138,7 +162,7 @@ class ObservationWrapper(EnvWrapper):
 
     @staticmethod
     def _assistant(action: str, answered_by: Turn) -> dict[str, Any]:
-        call = parse_function_call(action) if answered_by.tool_call_id else None
+        call = answered_by.function if answered_by.tool_call_id else None
         if call is None:
             return {"role": "assistant", "content": action}
         return {"role": "assistant", "content": "", "tool_calls": [{
