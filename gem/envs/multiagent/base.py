@@ -42,13 +42,13 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from gem.core import Env
+from gem.core import EPISODE_OVER_OBSERVATION, Env
 from gem.errors import GemError
 from gem.utils import constants
 from gem.utils.text import preview
 
 if TYPE_CHECKING:
-    from gem.agents.base import Agent
+    from gem.core import Agent
 
 SEQUENTIAL = "sequential"
 SIMULTANEOUS = "simultaneous"
@@ -463,6 +463,19 @@ class MultiAgentEnv(Env):
                     self._note_all(f"The game is over: the step limit ({self.max_steps}) was reached.")
                     self._end_game(self._truncation_rewards(), truncated=True, info={"reason": "step limit"})
         return self._finish_step(before, ignored)
+
+    def _episode_over_result(self) -> MultiStepResult:
+        """What ``step`` returns after the end (see :meth:`gem.core.Env._episode_over_result`): for
+        every possible agent, reward 0 and the flag it ended with; nothing changes."""
+        agents = list(self.possible_agents)
+        ended = getattr(self, "truncations", {}) or {}
+        return (
+            {a: EPISODE_OVER_OBSERVATION for a in agents},
+            {a: 0.0 for a in agents},
+            {a: not ended.get(a, False) for a in agents},
+            {a: bool(ended.get(a, False)) for a in agents},
+            {a: {"episode_over": True} for a in agents},
+        )
 
     def _finish_step(self, before: list[str], ignored: dict[str, str]) -> MultiStepResult:
         for agent, reward in self.rewards.items():

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
-from gem.agents.base import Agent
+from gem.core import Agent
 
 if TYPE_CHECKING:
     from gem.envs.multiagent.base import MultiAgentEnv

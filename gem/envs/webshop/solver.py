@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Optional
 
-from gem.agents.base import Agent
+from gem.core import Agent
 from gem.envs.webshop.goal import attribute_matches, canon, contains_phrase
 from gem.envs.webshop.pages import BUY_NOW, NEXT_PAGE
 

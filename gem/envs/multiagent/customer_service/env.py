@@ -32,7 +32,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from gem.agents.base import Agent
+from gem.core import Agent
 from gem.envs.multiagent.base import MultiAgentEnv
 from gem.envs.multiagent.customer_service.tools import TERMINATE_TOOLS, TOOL_SCHEMAS, TOOLS, invoke
 from gem.utils.parsing import function_call_from_json
