@@ -21,7 +21,7 @@ import inspect
 import logging
 import sys
 from dataclasses import dataclass, field
-from typing import IO, Any, Callable, Iterable, Optional, Sequence, Union
+from typing import IO, Any, Callable, Iterable, Optional, Union
 
 from gem.core import REWARD_LEVELS, Env
 from gem.errors import DependencyNotInstalled, UnknownEnvError, missing_extra
