@@ -486,9 +486,8 @@ class MultiAgentEnv(Env):
                     self._end_game(self._truncation_rewards(), truncated=True, info={"reason": "step limit"})
         return self._finish_step(before, ignored)
 
-    def _episode_over_result(self) -> MultiStepResult:
-        """What ``step`` returns after the end (see :meth:`gem.core.Env._episode_over_result`): for
-        every possible agent, reward 0 and the flag it ended with; nothing changes."""
+    def _episode_over_result(self) -> MultiStepResult:  # type: ignore[override]
+        """A step after the end: reward 0 for every agent, the end's flags, nothing changes."""
         agents = list(self.possible_agents)
         ended = getattr(self, "truncations", {}) or {}
         return (
