@@ -120,42 +120,6 @@ def _guard_sample(sample: Callable[..., Any]) -> Callable[..., Any]:
     return guarded
 
 
-class EnvSpecLike(Protocol):
-    """What an env keeps of the spec it was made from (:class:`gem.envs.registration.EnvSpec` is
-    one): its id, its kwargs and a way to build another env from it (``spawn`` uses ``make``)."""
-
-    id: str
-    kwargs: dict[str, Any]
-
-    def make(self, **kwargs: Any) -> "Env":
-        """A new env of this spec, ``kwargs`` overriding the spec's."""
-
-
-class Agent(abc.ABC):
-    """Produces an action for each observation of an episode.
-
-    ``reset`` receives the episode's first observation; ``act`` is then called with the latest
-    observation (the first one included) and returns the action string. ``aact`` is the same for
-    code inside an event loop; by default it runs ``act`` in a thread, and agents that wait on the
-    network (:class:`~gem.agents.openai_agent.OpenAIAgent`) override it. An agent may raise
-    :class:`~gem.rollout.StopEpisode` to end the episode early. The episode loop is
-    :mod:`gem.rollout`; the agents are in :mod:`gem.agents` (which re-exports this class).
-    """
-
-    def reset(self, observation: str, info: Optional[dict[str, Any]] = None) -> None:
-        """Start a new episode (stateless agents need nothing here)."""
-
-    @abc.abstractmethod
-    def act(self, observation: str, info: Optional[dict[str, Any]] = None) -> str:
-        """The action for ``observation``."""
-
-    async def aact(self, observation: str, info: Optional[dict[str, Any]] = None) -> str:
-        """:meth:`act` without blocking the event loop (in a worker thread)."""
-        import asyncio  # here, so that ``import gem`` does not load asyncio
-
-        return await asyncio.to_thread(self.act, observation, info)
-
-
 class Env(abc.ABC):
     """Base class of every GEM environment.
 
@@ -559,3 +523,40 @@ class EnvWrapper(Env):
 
     def __str__(self) -> str:
         return f"<{type(self).__name__}{self.env}>"
+
+
+# ------------------------------------------------ what an env refers to
+class EnvSpecLike(Protocol):
+    """What an env keeps of the spec it was made from (:class:`gem.envs.registration.EnvSpec` is
+    one): its id, its kwargs and a way to build another env from it (``spawn`` uses ``make``)."""
+
+    id: str
+    kwargs: dict[str, Any]
+
+    def make(self, **kwargs: Any) -> "Env":
+        """A new env of this spec, ``kwargs`` overriding the spec's."""
+
+
+class Agent(abc.ABC):
+    """Produces an action for each observation of an episode.
+
+    ``reset`` receives the episode's first observation; ``act`` is then called with the latest
+    observation (the first one included) and returns the action string. ``aact`` is the same for
+    code inside an event loop; by default it runs ``act`` in a thread, and agents that wait on the
+    network (:class:`~gem.agents.openai_agent.OpenAIAgent`) override it. An agent may raise
+    :class:`~gem.rollout.StopEpisode` to end the episode early. The episode loop is
+    :mod:`gem.rollout`; the agents are in :mod:`gem.agents` (which re-exports this class).
+    """
+
+    def reset(self, observation: str, info: Optional[dict[str, Any]] = None) -> None:
+        """Start a new episode (stateless agents need nothing here)."""
+
+    @abc.abstractmethod
+    def act(self, observation: str, info: Optional[dict[str, Any]] = None) -> str:
+        """The action for ``observation``."""
+
+    async def aact(self, observation: str, info: Optional[dict[str, Any]] = None) -> str:
+        """:meth:`act` without blocking the event loop (in a worker thread)."""
+        import asyncio  # here, so that ``import gem`` does not load asyncio
+
+        return await asyncio.to_thread(self.act, observation, info)
