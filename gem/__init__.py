@@ -12,12 +12,12 @@ from gem.envs.registration import (
     EnvSpec,
     list_envs,
     make,
-    make_vec,
     print_envs,
     register,
     registry,
     spec,
 )
+from gem.vector import make_vec
 from gem.version import __version__
 
 import gem.envs  # noqa: E402,F401  (registers the built-in ids)

@@ -1,4 +1,4 @@
-"""The environment API: ``Env`` and ``EnvWrapper``.
+"""The environment API: ``Env``, ``EnvWrapper`` and the ``Agent`` protocol.
 
 An env is a text-in, text-out task. ``reset`` starts an episode and returns the first observation;
 ``step`` takes the agent's action (any string) and returns what happened. Randomness lives on the
@@ -15,15 +15,11 @@ import functools
 import os
 import random
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, SupportsFloat, TypeVar
+from typing import Any, Callable, Iterator, Optional, Protocol, SupportsFloat, TypeVar
 
 from gem.errors import GemError, ResetNeeded, StepAfterEndWarning
 from gem.utils import constants
 from gem.utils.seeding import fresh_seed, make_np_rng
-
-if TYPE_CHECKING:
-    from gem.agents.base import Agent
-    from gem.envs.registration import EnvSpec
 
 ObsType = TypeVar("ObsType")
 ActType = TypeVar("ActType")
@@ -159,7 +155,7 @@ class Env(abc.ABC):
             episode ends, terminated or truncated, by then whatever the actions).
     """
 
-    spec: Optional["EnvSpec"] = None
+    spec: Optional["EnvSpecLike"] = None
     success_reward: float = constants.SUCCESS_REWARD
     fail_reward: float = constants.FAIL_REWARD
     internal_step_reward: float = constants.INTERNAL_STEP_REWARD
@@ -323,20 +319,7 @@ class Env(abc.ABC):
     def _episode_over_result(self) -> Any:
         """What ``step`` returns after the end: reward 0 and the end's flags, nothing changes."""
         terminated, truncated = self._end_flags or (True, False)
-        info = {"episode_over": True}
-        from gem.envs.multiagent.base import MultiAgentEnv  # late: core must not import env code
-
-        if isinstance(self, MultiAgentEnv):
-            agents = list(self.possible_agents)
-            ended = getattr(self, "truncations", {}) or {}
-            return (
-                {a: EPISODE_OVER_OBSERVATION for a in agents},
-                {a: 0.0 for a in agents},
-                {a: not ended.get(a, False) for a in agents},
-                {a: bool(ended.get(a, False)) for a in agents},
-                {a: dict(info) for a in agents},
-            )
-        return EPISODE_OVER_OBSERVATION, 0.0, terminated, truncated, info
+        return EPISODE_OVER_OBSERVATION, 0.0, terminated, truncated, {"episode_over": True}
 
     def _result(
         self,
@@ -381,9 +364,7 @@ class Env(abc.ABC):
                 f"{type(self).__name__} was not made by gem.make, so it has no spec to spawn from; "
                 "construct a new one directly."
             )
-        from gem.envs.registration import make
-
-        return make(self.spec.id, **{**self.spec.kwargs, **kwargs})
+        return self.spec.make(**kwargs)  # the spec's kwargs, overridden by ``kwargs``
 
     # ------------------------------------------------------------- niceties
     @property
@@ -460,7 +441,7 @@ class EnvWrapper(Env):
 
     # Env defines these as class attributes, so __getattr__ would never see them: forward them.
     @property  # type: ignore[override]
-    def spec(self) -> Optional["EnvSpec"]:
+    def spec(self) -> Optional["EnvSpecLike"]:
         return self.env.spec
 
     @property  # type: ignore[override]
@@ -542,3 +523,40 @@ class EnvWrapper(Env):
 
     def __str__(self) -> str:
         return f"<{type(self).__name__}{self.env}>"
+
+
+# ------------------------------------------------ what an env refers to
+class EnvSpecLike(Protocol):
+    """What an env keeps of the spec it was made from (:class:`gem.envs.registration.EnvSpec` is
+    one): its id, its kwargs and a way to build another env from it (``spawn`` uses ``make``)."""
+
+    id: str
+    kwargs: dict[str, Any]
+
+    def make(self, **kwargs: Any) -> "Env":
+        """A new env of this spec, ``kwargs`` overriding the spec's."""
+
+
+class Agent(abc.ABC):
+    """Produces an action for each observation of an episode.
+
+    ``reset`` receives the episode's first observation; ``act`` is then called with the latest
+    observation (the first one included) and returns the action string. ``aact`` is the same for
+    code inside an event loop; by default it runs ``act`` in a thread, and agents that wait on the
+    network (:class:`~gem.agents.openai_agent.OpenAIAgent`) override it. An agent may raise
+    :class:`~gem.rollout.StopEpisode` to end the episode early. The episode loop is
+    :mod:`gem.rollout`; the agents are in :mod:`gem.agents` (which re-exports this class).
+    """
+
+    def reset(self, observation: str, info: Optional[dict[str, Any]] = None) -> None:
+        """Start a new episode (stateless agents need nothing here)."""
+
+    @abc.abstractmethod
+    def act(self, observation: str, info: Optional[dict[str, Any]] = None) -> str:
+        """The action for ``observation``."""
+
+    async def aact(self, observation: str, info: Optional[dict[str, Any]] = None) -> str:
+        """:meth:`act` without blocking the event loop (in a worker thread)."""
+        import asyncio  # here, so that ``import gem`` does not load asyncio
+
+        return await asyncio.to_thread(self.act, observation, info)

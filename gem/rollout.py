@@ -28,8 +28,7 @@ from gem.utils.constants import SUCCESS_REWARD
 from gem.utils.text import preview
 
 if TYPE_CHECKING:
-    from gem.agents.base import Agent
-    from gem.core import Env
+    from gem.core import Agent, Env
 
 # The info keys kept in a turn record (the rest of info can be large or not JSON).
 INFO_KEYS = (

@@ -535,10 +535,10 @@ def validate(
     mode = "thorough" if thorough else "default"
     owned = isinstance(env, str)
     if owned:
-        import gem
+        from gem.envs.registration import make
 
         env_id = env
-        made = gem.make(env_id, **(env_kwargs or {}))
+        made = make(env_id, **(env_kwargs or {}))
         if wrappers:
             from gem.wrappers.wrapper_factory import get_wrapper_fns
 

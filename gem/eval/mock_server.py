@@ -154,10 +154,10 @@ class EpisodeIndex:
 
     # ----------------------------------------------------------------- envs
     def _make(self, env_id: str, wrappers: str) -> Any:
-        import gem
+        from gem.envs.registration import make
         from gem.wrappers.wrapper_factory import get_wrapper_fns
 
-        env = gem.make(env_id, **self.env_kwargs)
+        env = make(env_id, **self.env_kwargs)
         for wrap in get_wrapper_fns(wrappers) if wrappers else []:
             env = wrap(env)
         return env

@@ -77,9 +77,9 @@ class _EnvPool:
         return self._wrapper_fns
 
     def make(self, env_id: str) -> Any:
-        import gem
+        from gem.envs import registration
 
-        env = gem.make(env_id, **self.config.env_kwargs)
+        env = registration.make(env_id, **self.config.env_kwargs)
         for wrap in self._wrappers():
             env = wrap(env)
         self.all.append(env)

@@ -123,9 +123,9 @@ class GemGymnasiumEnv(gymnasium.Env):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}.")
         if env is None:
-            import gem
+            from gem.envs.registration import make
 
-            env = gem.make(env_id, **kwargs)
+            env = make(env_id, **kwargs)
         elif kwargs:
             raise ValueError("kwargs are for gem.make; pass them with env_id, not with an env you built.")
         self._check_single_agent(env)
@@ -194,10 +194,10 @@ def register_envs() -> int:
     The ``gymnasium.envs`` entry point of the package (Gymnasium 0.26-0.29 call it on import) and
     importing this module both call it. Ids already registered are left as they are.
     """
-    import gem
+    from gem.envs.registration import list_envs
 
     added = 0
-    for env_id in gem.list_envs():
+    for env_id in list_envs():
         gym_id = to_gymnasium_id(env_id)
         if gym_id in gymnasium.registry:
             continue

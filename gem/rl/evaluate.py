@@ -83,9 +83,9 @@ def evaluate(
     ``sample_seed`` (the same draws before and after training, for a given model). ``progress``,
     when given, is called with the number of episodes finished so far.
     """
-    import gem
     from gem.rl.hf import HFPolicy
     from gem.rl.rollout import collect_episodes
+    from gem.vector import make_vec
 
     if batch < 1:
         raise ValueError(f"batch must be at least 1, got {batch!r}.")
@@ -102,7 +102,7 @@ def evaluate(
     successes: list[bool | None] = []
     for start in range(0, n, batch):
         chunk = seeds[start:start + batch]
-        vec = gem.make_vec([env_id] * len(chunk), wrappers=fns, seed=0)
+        vec = make_vec([env_id] * len(chunk), wrappers=fns, seed=0)
         try:
             episodes = collect_episodes(vec, policy, seeds=chunk, max_turns=max_turns)
         finally:

@@ -124,7 +124,7 @@ def _validate(args: argparse.Namespace) -> None:
 
 
 def _make_envs(args: argparse.Namespace, tokenizer: Any) -> Any:
-    import gem
+    from gem.vector import make_vec
 
     wrappers = []
     if args.wrappers:
@@ -135,7 +135,7 @@ def _make_envs(args: argparse.Namespace, tokenizer: Any) -> Any:
     # envs of a group share an id, so a group replays one task
     groups = args.num_envs // args.group_size
     env_ids = [ids[(g % len(ids))] for g in range(groups) for _ in range(args.group_size)]
-    return gem.make_vec(env_ids, wrappers=wrappers, seed=args.seed)
+    return make_vec(env_ids, wrappers=wrappers, seed=args.seed)
 
 
 class _Logger:

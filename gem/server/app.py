@@ -50,8 +50,8 @@ from typing import Any, Callable, Optional, Sequence, Union
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-import gem
 from gem.core import Env
+from gem.envs import registration
 from gem.envs.registration import spec as lookup_spec
 from gem.errors import ResetNeeded, UnknownEnvError
 from gem.server.limits import CLIENT_SCOPE_KEY, GuardMiddleware, ServerLimits
@@ -186,7 +186,7 @@ class SessionStore:
         self._take_slot(client)
         made = False
         try:
-            env = await self._run(client, functools.partial(gem.make, env_id, **kwargs))
+            env = await self._run(client, functools.partial(registration.make, env_id, **kwargs))
             made = True
         except (ValueError, TypeError) as exc:
             raise ApiError("bad_request", f"{env_id}: {exc}", type(exc).__name__) from exc
@@ -515,7 +515,7 @@ def create_app(
 
     @app.get("/envs")
     async def envs() -> dict[str, Any]:
-        return {"env_ids": sorted(store.allowed) if store.allowed is not None else gem.list_envs()}
+        return {"env_ids": sorted(store.allowed) if store.allowed is not None else registration.list_envs()}
 
     @app.post("/sessions", status_code=201)
     async def make_session(request: Request) -> dict[str, Any]:

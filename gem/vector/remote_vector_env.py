@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 from gem.core import Env
 from gem.errors import UnsupportedVectorOperation
 from gem.server.protocol import URL_ENV_VAR
-from gem.vector.async_vector_env import AsyncVectorEnv
+from gem.vector.thread_vector_env import ThreadVectorEnv
 from gem.vector.env_factory import EnvFactory
 from gem.vector.vector_env import AutoresetMode
 
@@ -61,7 +61,7 @@ class RemoteEnvFactory(EnvFactory):
         return cls(factory.env_id, kwargs, factory.wrappers, client)
 
 
-class RemoteVectorEnv(AsyncVectorEnv):
+class RemoteVectorEnv(ThreadVectorEnv):
     """Members are ``RemoteEnv``s (see the module docstring).
 
     ``env_fns`` are ``make_vec``'s :class:`EnvFactory` s: their kwargs may hold ``url``/``token``/

@@ -18,7 +18,7 @@ import random
 import re
 from typing import Any, Optional
 
-from gem.agents.base import Agent
+from gem.core import Agent
 from gem.envs.game_env import crosswords_clues
 from gem.envs.game_env._word_base import GRID_TITLE, LetterGridEnv
 

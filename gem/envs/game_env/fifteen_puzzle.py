@@ -27,7 +27,7 @@ import heapq
 import math
 from typing import Any, Optional
 
-from gem.agents.base import Agent
+from gem.core import Agent
 from gem.envs.game_env._puzzle_base import (
     DIRECTIONS,
     OFFSETS,

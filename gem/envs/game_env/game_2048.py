@@ -19,7 +19,7 @@ from functools import lru_cache
 from itertools import pairwise
 from typing import Any, Optional
 
-from gem.agents.base import Agent
+from gem.core import Agent
 from gem.envs.game_env._puzzle_base import (
     DIRECTIONS,
     Illegal,

@@ -14,8 +14,7 @@ import re
 from typing import Any, Optional
 
 from gem.envs.game_env._prompts import GAME_OVER_SUFFIX, first_request
-from gem.agents.base import Agent
-from gem.core import Env, StepResult
+from gem.core import Agent, Env, StepResult
 from gem.utils.parsing import extract_last_boxed_answer, parse_int
 from gem.utils.validation import check_int
 

@@ -17,8 +17,7 @@ import re
 from typing import Any, Optional
 
 from gem.envs.game_env._prompts import GAME_OVER_SUFFIX, first_request
-from gem.agents.base import Agent
-from gem.core import Env, StepResult
+from gem.core import Agent, Env, StepResult
 from gem.envs.game_env._shaping import ProgressReward
 from gem.envs.game_env.minesweeper_solver import MinesweeperSolver, neighbours
 from gem.utils.parsing import extract_last_boxed_answer

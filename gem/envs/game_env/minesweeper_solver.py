@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any, Optional
 
-from gem.agents.base import Agent
+from gem.core import Agent
 
 
 @functools.lru_cache(maxsize=1 << 14)

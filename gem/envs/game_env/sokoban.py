@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from gem.agents.base import Agent
+from gem.core import Agent
 from gem.envs.game_env import _sokoban_levels as levels
 from gem.envs.game_env._puzzle_base import (
     DIRECTIONS,

@@ -19,7 +19,7 @@ import math
 import re
 from typing import Any, Optional
 
-from gem.agents.base import Agent
+from gem.core import Agent
 from gem.envs.game_env._puzzle_base import Illegal, PuzzleEnv, board_lines, positive_int, quoted
 
 SCALES = (4, 9)

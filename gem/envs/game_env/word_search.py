@@ -19,7 +19,7 @@ import re
 import string
 from typing import Any, Optional
 
-from gem.agents.base import Agent
+from gem.core import Agent
 from gem.envs.game_env import words
 from gem.envs.game_env._word_base import GRID_TITLE, LetterGridEnv
 

@@ -20,7 +20,7 @@ import random
 import re
 from typing import Any, Optional
 
-from gem.agents.base import Agent
+from gem.core import Agent
 from gem.envs.game_env import words
 from gem.envs.game_env._word_base import SecretWordEnv
 from gem.utils.text import preview

@@ -38,17 +38,15 @@ call ``super().__init__()``, set ``possible_agents`` (and optionally ``agent_sel
 from __future__ import annotations
 
 import abc
+import random
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import Any, Optional, Sequence
 
-from gem.core import Env
+from gem.core import EPISODE_OVER_OBSERVATION, Agent, Env
 from gem.errors import GemError
 from gem.utils import constants
 from gem.utils.text import preview
-
-if TYPE_CHECKING:
-    from gem.agents.base import Agent
 
 SEQUENTIAL = "sequential"
 SIMULTANEOUS = "simultaneous"
@@ -182,6 +180,32 @@ class AgentSelector:
         self.selected = self._agents[self._index]
 
 
+# ------------------------------------------------ players every game can seat
+class Player(Agent):
+    """An agent with its own generator; ``seed(s)`` makes its choices reproducible."""
+
+    def __init__(self, seed: Optional[int] = None) -> None:
+        self.rng = random.Random(seed)
+
+    def seed(self, seed: Optional[int]) -> None:
+        """Restart the player's generator from ``seed``."""
+        self.rng = random.Random(seed)
+
+
+class RandomPlayer(Player):
+    """Picks uniformly among ``info["legal_actions"]``."""
+
+    def act(self, observation: str, info: Optional[dict[str, Any]] = None) -> str:
+        legal = (info or {}).get("legal_actions") or []
+        if not legal:
+            raise ValueError(
+                "RandomPlayer needs info['legal_actions'] (a MultiAgentEnv gives it to the acting agent); "
+                "it was called for an agent that is not acting or with a foreign info dict."
+            )
+        return self.rng.choice(legal)
+
+
+
 class MultiAgentEnv(Env):
     """Base class of multi-agent envs (see the module docstring for the conventions).
 
@@ -313,8 +337,6 @@ class MultiAgentEnv(Env):
 
     def make_random_player(self, agent: str) -> "Agent":
         """A player that picks a legal action uniformly at random."""
-        from gem.envs.multiagent.players import RandomPlayer
-
         return RandomPlayer()
 
     # ------------------------------------------------ helpers for subclasses
@@ -463,6 +485,18 @@ class MultiAgentEnv(Env):
                     self._note_all(f"The game is over: the step limit ({self.max_steps}) was reached.")
                     self._end_game(self._truncation_rewards(), truncated=True, info={"reason": "step limit"})
         return self._finish_step(before, ignored)
+
+    def _episode_over_result(self) -> MultiStepResult:  # type: ignore[override]
+        """A step after the end: reward 0 for every agent, the end's flags, nothing changes."""
+        agents = list(self.possible_agents)
+        ended = getattr(self, "truncations", {}) or {}
+        return (
+            {a: EPISODE_OVER_OBSERVATION for a in agents},
+            {a: 0.0 for a in agents},
+            {a: not ended.get(a, False) for a in agents},
+            {a: bool(ended.get(a, False)) for a in agents},
+            {a: {"episode_over": True} for a in agents},
+        )
 
     def _finish_step(self, before: list[str], ignored: dict[str, str]) -> MultiStepResult:
         for agent, reward in self.rewards.items():

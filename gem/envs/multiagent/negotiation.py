@@ -22,7 +22,7 @@ import itertools
 import re
 from typing import Any, Optional
 
-from gem.agents.base import Agent
+from gem.core import Agent
 from gem.envs.multiagent.base import MultiAgentEnv
 from gem.envs.multiagent.players import Player
 from gem.utils.parsing import extract_last_boxed_answer

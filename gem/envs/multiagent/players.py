@@ -1,4 +1,5 @@
-"""Players for multi-agent games: the random player, the scripted players' base, and player specs.
+"""Players for multi-agent games: the random player, the scripted players' base (both defined in
+:mod:`gem.envs.multiagent.base`, which seats them, and re-exported here), and player specs.
 
 Players are :class:`gem.agents.base.Agent` objects, so a scripted player, a random player and an
 LLM agent are interchangeable in any seat. They read only what their seat may know: the
@@ -11,40 +12,13 @@ A *player spec* names a player: ``"random"``, ``"scripted"``, an ``Agent`` insta
 
 from __future__ import annotations
 
-import random
-from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+from typing import Callable, Union
 
-from gem.agents.base import Agent
-
-if TYPE_CHECKING:
-    from gem.envs.multiagent.base import MultiAgentEnv
+from gem.core import Agent
+from gem.envs.multiagent.base import MultiAgentEnv, Player, RandomPlayer  # noqa: F401  (their old home)
 
 PlayerSpec = Union[str, Agent, Callable[["MultiAgentEnv", str], Agent]]
 PLAYER_KINDS = ("random", "scripted")
-
-
-class Player(Agent):
-    """An agent with its own generator; ``seed(s)`` makes its choices reproducible."""
-
-    def __init__(self, seed: Optional[int] = None) -> None:
-        self.rng = random.Random(seed)
-
-    def seed(self, seed: Optional[int]) -> None:
-        """Restart the player's generator from ``seed``."""
-        self.rng = random.Random(seed)
-
-
-class RandomPlayer(Player):
-    """Picks uniformly among ``info["legal_actions"]``."""
-
-    def act(self, observation: str, info: Optional[dict[str, Any]] = None) -> str:
-        legal = (info or {}).get("legal_actions") or []
-        if not legal:
-            raise ValueError(
-                "RandomPlayer needs info['legal_actions'] (a MultiAgentEnv gives it to the acting agent); "
-                "it was called for an agent that is not acting or with a foreign info dict."
-            )
-        return self.rng.choice(legal)
 
 
 def make_player(spec: PlayerSpec, env: "MultiAgentEnv", agent: str) -> Agent:

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol, Sequence, Union, runtime_checkable
 
-from gem.agents.base import Agent
+from gem.core import Agent
 from gem.envs.multiagent.base import MultiAgentEnv
 from gem.envs.multiagent.players import PlayerSpec, make_player, seed_player
 from gem.errors import GemError

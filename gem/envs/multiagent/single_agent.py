@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Optional, Union
 
-from gem.agents.base import Agent
-from gem.core import Env, StepResult
+from gem.core import Agent, Env, StepResult
 from gem.envs.multiagent.base import MultiAgentEnv
 from gem.envs.multiagent.players import PlayerSpec, make_player, seed_player
 from gem.errors import GemError

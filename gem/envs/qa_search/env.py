@@ -16,7 +16,7 @@ import random
 import re
 from typing import Any, Optional, Sequence, Union
 
-from gem.agents.base import Agent
+from gem.core import Agent
 from gem.envs.qa_env import QaEnv
 from gem.envs.qa_search.world import World, get_world, parse_question, read_fact
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional, Sequence, Union
 
-from gem.agents.base import Agent
+from gem.core import Agent
 from gem.envs.swe.grading import grade_workspace
 from gem.envs.swe.task import SweTask
 from gem.envs.terminal.env import ScriptedAgent, TerminalEnv

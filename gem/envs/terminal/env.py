@@ -28,8 +28,7 @@ import math
 import re
 from typing import Any, Optional, Sequence, Union
 
-from gem.agents.base import Agent
-from gem.core import Env
+from gem.core import Agent, Env
 from gem.envs.terminal.task import TerminalTask
 from gem.envs.terminal.verify import EXPORT_SOURCE, Verdict, verify_task
 from gem.tools.bash_tool import (

@@ -8,14 +8,25 @@ product pages (title, features, options, price) of the results shown; never the 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Protocol
 
-from gem.agents.base import Agent
+from gem.core import Agent
 from gem.envs.webshop.goal import attribute_matches, canon, contains_phrase
 from gem.envs.webshop.pages import BUY_NOW, NEXT_PAGE
 
 if TYPE_CHECKING:
-    from gem.envs.webshop.webshop import WebshopEnv
+    from gem.envs.webshop.pages import Element
+    from gem.envs.webshop.products import Store
+
+
+class Shop(Protocol):
+    """What the solver reads of the shop (a :class:`~gem.envs.webshop.webshop.WebshopEnv`, which
+    builds the solver): what a shopper sees, never the goal."""
+
+    store: "Store"
+    instruction_text: str
+
+    def page(self) -> "list[Element]": ...
 
 _PRICE = re.compile(r",?\s*and price lower than ([\d.]+) dollars", re.I)
 _OPENER = re.compile(
@@ -26,7 +37,7 @@ MAX_RESULT_PAGES = 5
 
 
 class WebShopSolver(Agent):
-    def __init__(self, env: "WebshopEnv") -> None:
+    def __init__(self, env: Shop) -> None:
         self.env = env
         self.store = env.store
         self._attributes = sorted({a for p in self.store.products for a in p["attributes"]}, key=len, reverse=True)

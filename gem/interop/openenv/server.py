@@ -37,7 +37,6 @@ from typing import Any, Optional, Sequence, Union
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, ValidationError
 
-import gem
 from gem.envs.registration import spec as lookup_spec
 from gem.interop.openenv import models
 from gem.server.app import (
@@ -60,6 +59,7 @@ from gem.server.quotas import DEFAULT_TEST_THREADS_PER_CLIENT, install as instal
 from gem.server.quotas import check_numbers as check_quota_numbers
 from gem.server.scheduler import FairScheduler
 from gem.server.schema import ClientKwargs
+from gem.version import __version__
 
 logger = logging.getLogger(__name__)
 
@@ -167,7 +167,7 @@ def create_openenv_app(
             store.scheduler.shutdown()
 
     app = FastAPI(  # /openapi.json as OpenEnv's servers have it: `openenv validate` reads its paths
-        title="GEM (OpenEnv protocol)", version=gem.__version__, lifespan=lifespan,
+        title="GEM (OpenEnv protocol)", version=__version__, lifespan=lifespan,
         default_response_class=AsciiJSONResponse, docs_url=None, redoc_url=None, openapi_url="/openapi.json",
     )
     app.state.store = store
@@ -207,7 +207,7 @@ def create_openenv_app(
             description = f"GEM envs ({served}); pick one with env_id in the reset data."
         return {
             "name": name, "description": description, "readme_content": None,
-            "version": gem.__version__, "author": None, "documentation_url": None,
+            "version": __version__, "author": None, "documentation_url": None,
         }
 
     @app.get("/schema")

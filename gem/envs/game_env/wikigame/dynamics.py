@@ -10,15 +10,31 @@
 from __future__ import annotations
 
 import abc
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gem.utils.text import preview
 
 if TYPE_CHECKING:
-    from gem.envs.game_env.wikigame.wikigame import WikiGameEnv
     from gem.envs.game_env.wikigame.wikipage import WikipediaPage
 
 StepTuple = tuple[str, float, bool, bool, dict[str, Any]]
+
+
+class GameState(Protocol):
+    """What a rule variant reads and moves in the game (a
+    :class:`~gem.envs.game_env.wikigame.wikigame.WikiGameEnv`, which holds the variant)."""
+
+    current_page: "WikipediaPage"
+    page_history: "list[WikipediaPage]"
+    backtracked: bool
+    turn_count: int
+    invalid_action_reward: float
+    internal_step_reward: float
+    fail_reward: float
+
+    def _step_result(self, text: str, reward: float, terminated: bool = False) -> StepTuple: ...
+
+    def _page_summary(self, page: "WikipediaPage") -> str: ...
 
 
 class WikiGameDynamics(abc.ABC):
@@ -45,14 +61,14 @@ class WikiGameDynamics(abc.ABC):
             f"'{current_page.title}'. {hint}You must match **exactly** one of the neighboring page titles."
         )
 
-    def handle_backtrack(self, env: "WikiGameEnv") -> StepTuple:
+    def handle_backtrack(self, env: GameState) -> StepTuple:
         return env._step_result(
             f"At turn {env.turn_count}, you attempted to backtrack to the previous page, but backtracking "
             "is not allowed in this variant of the Wikipedia Game.",
             env.invalid_action_reward,
         )
 
-    def handle_dead_end(self, env: "WikiGameEnv", next_page: "WikipediaPage") -> StepTuple:
+    def handle_dead_end(self, env: GameState, next_page: "WikipediaPage") -> StepTuple:
         env.current_page = next_page
         env.page_history.append(next_page)
         return env._step_result(
@@ -102,7 +118,7 @@ class OneBackDynamics(WikiGameDynamics):
             f"towards your maximum number of turns.{extra}\n"
         )
 
-    def handle_backtrack(self, env: "WikiGameEnv") -> StepTuple:
+    def handle_backtrack(self, env: GameState) -> StepTuple:
         if len(env.page_history) < 2:
             text = (f"At turn {env.turn_count}, you attempted to backtrack to the previous page, but there "
                     "is no previous page to return to.")
@@ -118,7 +134,7 @@ class OneBackDynamics(WikiGameDynamics):
                 f"Here is a summary of the page:\n{env._page_summary(env.current_page)}...\n")
         return env._step_result(text, env.internal_step_reward)
 
-    def handle_dead_end(self, env: "WikiGameEnv", next_page: "WikipediaPage") -> StepTuple:
+    def handle_dead_end(self, env: GameState, next_page: "WikipediaPage") -> StepTuple:
         env.backtracked = True
         env.turn_count += 1
         text = (f"At turn {env.turn_count - 1}, you reached the dead-end page '{next_page.title}' with no "

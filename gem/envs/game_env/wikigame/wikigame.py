@@ -17,8 +17,7 @@ import re
 from typing import Any, Optional, Union
 
 from gem.envs.game_env._prompts import GAME_OVER_SUFFIX
-from gem.agents.base import Agent
-from gem.core import Env, StepResult
+from gem.core import Agent, Env, StepResult
 from gem.envs.game_env.wikigame.backend import BACKENDS, BaseWikiTrawler, OfflineWikiTrawler
 from gem.envs.game_env.wikigame.dynamics import VARIANTS, WikiGameDynamics
 from gem.envs.game_env.wikigame.errors import BackendFailureException

@@ -32,15 +32,14 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from gem.agents.base import Agent
+from gem.core import Agent
 from gem.envs.multiagent.base import MultiAgentEnv
-from gem.envs.multiagent.customer_service.tools import TERMINATE_TOOLS, TOOL_SCHEMAS, TOOLS, invoke
+from gem.envs.multiagent.customer_service.tools import STOP, TERMINATE_TOOLS, TOOL_SCHEMAS, TOOLS, invoke
 from gem.utils.parsing import function_call_from_json
 from gem.utils.text import preview
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "retail.json.gz"
 USER, ASSISTANT = "user", "assistant"
-STOP = "###STOP###"
 GREETING = "Hi! How can I help you today?"
 MAX_ACTION_CHARS = 20_000
 DEFAULT_MAX_STEPS = 60

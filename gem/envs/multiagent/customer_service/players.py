@@ -7,9 +7,8 @@ import json
 import re
 from typing import Any, Optional
 
-from gem.agents.base import Agent
-from gem.envs.multiagent.customer_service.env import STOP
-from gem.envs.multiagent.customer_service.tools import ADDRESS_FIELDS
+from gem.core import Agent
+from gem.envs.multiagent.customer_service.tools import ADDRESS_FIELDS, STOP
 
 USER_SYSTEM_PROMPT = """You are a user interacting with an agent.
 

@@ -12,6 +12,7 @@ import json
 import operator
 from typing import Any, Callable
 
+STOP = "###STOP###"  # the customer ends the conversation with this (the env and its players read it)
 ADDRESS_FIELDS = ("address1", "address2", "city", "state", "country", "zip")
 CANCEL_REASONS = ("no longer needed", "ordered by mistake")
 
