@@ -71,8 +71,8 @@ def served_eval(
 ) -> dict[str, Any]:
     """Export, serve and evaluate the record's model before and after training; returns the record
     with ``served`` added (also written back to ``record_path``)."""
-    from gem.cli import main as gem_main
     from gem.eval.llama_server import llama_server
+    from gem.eval.runner import EvalConfig, EvalRunner
     from gem.rl.evaluate import EVAL_SEED_BASE, update_doc, write_record
     from gem.rl.export import export_gguf
     from gem.rl.models import smollm2_gguf
@@ -93,18 +93,23 @@ def served_eval(
     logger.info("exported %s: %d tensors changed", trained, len(exported["changed"]))
     n = episodes or int(record["eval"]["episodes"])
     sampled = str(record["eval"].get("decoding", "")).startswith("sampled")
+    temperature = args.temperature if sampled else 0.0
+    # What `gem eval` runs (the same engine, EvalRunner), with the record's decoding.
+    options = dict(env_ids=[args.env], agent="openai", episodes=n, seed=EVAL_SEED_BASE, temperature=temperature,
+                   max_tokens=args.max_new_tokens, max_turns=args.max_turns, concurrency=concurrency, progress=False)
     command = [
         "eval", args.env, "--agent", "openai", "--episodes", str(n), "--seed", str(EVAL_SEED_BASE),
-        "--temperature", str(args.temperature if sampled else 0.0), "--max-tokens", str(args.max_new_tokens),
-        "--max-turns", str(args.max_turns), "--concurrency", str(concurrency), "--no-progress",
+        "--temperature", str(temperature), "--max-tokens", str(args.max_new_tokens),
+        "--max-turns", str(args.max_turns), "--concurrency", str(concurrency),
     ]  # fmt: skip
     served: dict[str, Any] = {}
     for side, gguf in (("before", base), ("after", trained)):
         out = work / side
         with llama_server(gguf, model_name="policy") as server:
-            status = gem_main([*command, "--base-url", server.base_url, "--model", server.model, "--out", str(out)])
-        if status != 0:
-            raise SystemExit(f"gem eval against the {side} model failed (exit status {status}); see {out}.")
+            runner = EvalRunner(EvalConfig(out=str(out), model=server.model, base_url=server.base_url, **options))
+            runner.run()
+        if runner.ran and runner.failed == runner.ran:
+            raise SystemExit(f"gem eval against the {side} model scored no episode; see {out}/episodes.jsonl.")
         served[side] = served_summary(out)
         logger.info("served %s: %s", side, served[side])
     import llama_cpp
