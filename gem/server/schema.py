@@ -66,6 +66,8 @@ def IntTuple(low: int, high: int, length: tuple[int, int], nullable: bool = Fals
 
 
 Schema = Mapping[str, Param]
+TURNS = Int(1, 10_000)  # kept for code that declared schemas with these names
+TURNS_OR_RANDOM = Int(1, 10_000, nullable=True)
 SEED = Param("seed", int, "seeds the env's generators", min=0, max=MAX_SEED, nullable=True)
 
 # Schemas the operator declared with declare(), by entry point and by id; they win over the
