@@ -120,9 +120,16 @@ def declared_schema(spec: EnvSpec) -> Optional[dict[str, Param]]:
     return None if declared is None else client_params(declared)
 
 
-def kwargs_json_schema(spec: EnvSpec) -> dict[str, Any]:
-    """The JSON Schema of the kwargs a client may send for ``spec`` (``seed`` included)."""
-    return json_schema((declared_schema(spec) or {}).values(), {"seed": SEED})
+def kwargs_json_schema(spec: EnvSpec, mode: Union[ClientKwargs, str] = ClientKwargs.DECLARED) -> dict[str, Any]:
+    """The JSON Schema of the kwargs a client may send for ``spec`` (``seed`` included), as
+    :func:`check_kwargs` checks them in ``mode``."""
+    mode = ClientKwargs(mode)
+    if mode is ClientKwargs.ANY:
+        return {"type": "object"}
+    schema = declared_schema(spec)
+    if schema is None and mode is ClientKwargs.TYPED:
+        schema = typed_schema(spec.load())
+    return json_schema((schema or {}).values(), {"seed": SEED})
 
 
 def typed_schema(factory: Callable[..., Any]) -> dict[str, Param]:

@@ -234,3 +234,18 @@ def test_constructor_and_server_accept_what_the_declaration_accepts(case):
     elif param.for_client() is not None:
         with pytest.raises(KwargsError, match=f"{param.name} must be"):
             check_kwargs(spec, {param.name: value})
+
+
+def test_the_server_publishes_each_ids_kwargs_schema(serve):
+    import httpx
+
+    server = serve(env_ids=["game:TowerofHanoi-v0-easy"])
+    r = httpx.get(server.url + "/envs/game:TowerofHanoi-v0-easy/kwargs")
+    assert r.status_code == 200
+    body = r.json()
+    assert body["env_id"] == "game:TowerofHanoi-v0-easy" and body["kwargs"]["additionalProperties"] is False
+    disks = body["kwargs"]["properties"]["num_disks"]
+    assert disks["anyOf"][0] == {"type": "integer", "minimum": 1, "maximum": 12}
+    assert body["kwargs"]["properties"]["max_turns"]["anyOf"][0]["maximum"] == 10_000  # the client's cap
+    assert set(body["kwargs"]["properties"]) == {"num_disks", "max_turns", "seed"}
+    assert httpx.get(server.url + "/envs/game:Wordle-v0-easy/kwargs").status_code == 404  # not served here
