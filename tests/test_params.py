@@ -140,3 +140,16 @@ def test_the_env_params_page_is_generated_from_the_declarations():
     if missing:
         pytest.skip(f"the libraries of {', '.join(missing)} are not installed, so their classes are not listed")
     assert (REPO / "docs" / "env-params.md").read_text() == markdown_params_page()
+
+
+def test_gem_list_params_prints_a_familys_declarations(capsys):
+    from gem.cli import main
+
+    assert main(["list", "game", "--params"]) == 0
+    out = capsys.readouterr().out
+    assert "### TowerofHanoiEnv (`game:TowerofHanoi-v0-easy`" in out
+    assert "| num_disks | 3 | an int from 1 to 12 (or None) | yes |" in out
+    assert "| max_turns | 20 | an int of at least 1 (or None) | an int from 1 to 10000 (or None) |" in out
+    assert "MathEnv" not in out  # only the family asked for
+    assert main(["list", "nope", "--params"]) == 2
+    assert "choose one of" in capsys.readouterr().err
