@@ -249,3 +249,16 @@ def test_the_server_publishes_each_ids_kwargs_schema(serve):
     assert body["kwargs"]["properties"]["max_turns"]["anyOf"][0]["maximum"] == 10_000  # the client's cap
     assert set(body["kwargs"]["properties"]) == {"num_disks", "max_turns", "seed"}
     assert httpx.get(server.url + "/envs/game:Wordle-v0-easy/kwargs").status_code == 404  # not served here
+
+
+def test_the_published_json_schema_agrees_with_the_server_on_every_bound():
+    """A client validating against GET /envs/{id}/kwargs gets the server's verdict, value for value."""
+    jsonschema = pytest.importorskip("jsonschema")
+    for spec, param, value, _, _ in BOUND_CASES:
+        validator = jsonschema.Draft202012Validator(kwargs_json_schema(spec))
+        try:
+            check_kwargs(spec, {param.name: value})
+            accepted = True
+        except KwargsError:
+            accepted = False
+        assert validator.is_valid({param.name: value}) == accepted, (spec.id, param.name, value)
