@@ -14,8 +14,8 @@ from typing import Any, Optional
 from gem.data.rule_reasoning import LABELS, MAX_DEPTH, make_item
 from gem.envs._math_qa_base import EVAL_PARAM, SingleTurnEnv
 from gem.envs.qa_env import QaEnv
-from gem.utils.parsing import extract_last_boxed_answer
 from gem.params import Param, check_params
+from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.qa_em import em_check
 
 LOGIC_PROMPT = "{question}\n\nPut your final answer within \\boxed{{}}."

@@ -32,9 +32,9 @@ import reasoning_gym
 
 from gem.envs._math_qa_base import EVAL_PARAM, SingleTurnEnv
 from gem.errors import report_infra_failure
+from gem.params import Param, check_params
 from gem.utils.math_answers import hedged
 from gem.utils.parsing import extract_last_boxed_answer
-from gem.params import Param, check_params
 
 
 # Tasks whose answer is an arithmetic expression over the item's numbers (metadata "numbers"):

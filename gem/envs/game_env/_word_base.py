@@ -20,9 +20,9 @@ from gem.core import Env, StepResult
 from gem.envs.game_env import words
 from gem.envs.game_env._puzzle_base import MAX_ANSWER_CHARS
 from gem.envs.game_env._shaping import ProgressReward
+from gem.params import Param, check_params, max_turns_param
 from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.text import preview
-from gem.params import Param, check_params, max_turns_param
 
 GRID_TITLE = "Grid (row, column):"  # solver agents find the last grid shown by this line
 DENSE_REWARD = Param("dense_reward", bool, "progress earns shares of success along the way")

@@ -28,7 +28,6 @@ import math
 from typing import Any, Optional
 
 from gem.agents.base import Agent
-from gem.params import Param, check_params, max_turns_param
 from gem.envs.game_env._puzzle_base import (
     DIRECTIONS,
     OFFSETS,
@@ -38,6 +37,7 @@ from gem.envs.game_env._puzzle_base import (
     parse_direction,
     stated_turns,
 )
+from gem.params import Param, check_params, max_turns_param
 
 RANDOM_PRESETS = ((2, 10), (3, 20), (4, 50))  # (num_rows, max_turns) drawn by -random, as GEM
 MAX_ROWS = 6

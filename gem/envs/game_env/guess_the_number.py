@@ -16,8 +16,8 @@ from typing import Any, Optional
 from gem.envs.game_env._prompts import GAME_OVER_SUFFIX, first_request
 from gem.agents.base import Agent
 from gem.core import Env, StepResult
-from gem.utils.parsing import extract_last_boxed_answer, parse_int
 from gem.params import Param, check_params, max_turns_param
+from gem.utils.parsing import extract_last_boxed_answer, parse_int
 
 
 class GuessTheNumberEnv(Env):

@@ -19,10 +19,10 @@ from gem.envs.game_env._prompts import GAME_OVER_SUFFIX, first_request
 from gem.agents.base import Agent
 from gem.core import Env, StepResult
 from gem.envs.game_env._shaping import ProgressReward
+from gem.params import Param, check_params, max_turns_param
 from gem.utils.constants import LanguageGameReward as R
 from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.text import preview
-from gem.params import Param, check_params, max_turns_param
 
 # (code_length, num_numbers, max_turns) drawn by the -random preset, as GEM.
 RANDOM_CONFIGS: tuple[tuple[int, int, int], ...] = ((2, 4, 10), (4, 6, 20), (4, 8, 30))

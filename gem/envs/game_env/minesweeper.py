@@ -21,9 +21,9 @@ from gem.agents.base import Agent
 from gem.core import Env, StepResult
 from gem.envs.game_env._shaping import ProgressReward
 from gem.envs.game_env.minesweeper_solver import MinesweeperSolver, neighbours
+from gem.params import Param, check_params, max_turns_param
 from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.text import preview
-from gem.params import Param, check_params, max_turns_param
 
 _MOVE = re.compile(r"([A-Za-z]+)\s*[\s,:(]\s*(\d{1,4})\s*[\s,]\s*(\d{1,4})\s*\)?")
 COMMANDS = ("reveal", "flag")

@@ -32,6 +32,7 @@ from gem.agents.base import Agent
 from gem.core import Env
 from gem.envs.terminal.task import TerminalTask
 from gem.envs.terminal.verify import EXPORT_SOURCE, Verdict, verify_task
+from gem.params import Param, check_params
 from gem.tools.bash_tool import (
     BASH_SCHEMA,
     DEFAULT_MAX_OUTPUT,
@@ -46,7 +47,6 @@ from gem.tools.bash_tool import (
 )
 from gem.utils.sandbox import Sandbox, SandboxError
 from gem.utils.text import preview
-from gem.params import Param, check_params
 
 logger = logging.getLogger(__name__)
 

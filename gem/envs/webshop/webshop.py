@@ -36,9 +36,9 @@ from gem.envs.webshop.pages import (
 )
 from gem.envs.webshop.products import SPLITS, Store, get_store
 from gem.errors import DependencyNotInstalled
+from gem.params import Param, check_params
 from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.text import preview
-from gem.params import Param, check_params
 
 PRODUCT_WINDOW = 10
 BASE_URL = "http://127.0.0.1:3000"

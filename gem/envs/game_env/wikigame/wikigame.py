@@ -24,8 +24,8 @@ from gem.envs.game_env.wikigame.dynamics import VARIANTS, WikiGameDynamics
 from gem.envs.game_env.wikigame.errors import BackendFailureException
 from gem.envs.game_env.wikigame.rewards import WikiGameReward
 from gem.envs.game_env.wikigame.wikipage import WikipediaPage
-from gem.utils.parsing import extract_last_boxed_answer
 from gem.params import Param, check_params
+from gem.utils.parsing import extract_last_boxed_answer
 
 PREV_PAGE = "<PREV_PAGE>"
 SUMMARY_UNITS = ("characters", "words", "sentences")

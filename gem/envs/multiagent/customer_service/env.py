@@ -35,9 +35,9 @@ from typing import Any, Callable, Optional
 from gem.agents.base import Agent
 from gem.envs.multiagent.base import MultiAgentEnv
 from gem.envs.multiagent.customer_service.tools import TERMINATE_TOOLS, TOOL_SCHEMAS, TOOLS, invoke
+from gem.params import Param, check_params
 from gem.utils.parsing import function_call_from_json
 from gem.utils.text import preview
-from gem.params import Param, check_params
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "retail.json.gz"
 USER, ASSISTANT = "user", "assistant"
