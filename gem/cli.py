@@ -89,10 +89,13 @@ def _parse_kwargs(pairs: Sequence[str]) -> dict[str, Any]:
 def cmd_list(args: argparse.Namespace) -> int:
     import gem
 
-    if args.markdown:
-        sys.stdout.write(markdown_env_table(args.family))
-        return 0
     try:
+        if args.params:
+            sys.stdout.write(markdown_params_page(args.family))
+            return 0
+        if args.markdown:
+            sys.stdout.write(markdown_env_table(args.family))
+            return 0
         gem.print_envs(args.family)
     except ValueError as exc:
         print(f"gem: {exc}", file=sys.stderr)
@@ -111,6 +114,37 @@ def markdown_env_table(family: Optional[str] = None) -> str:
         desc = spec.description if spec else ""
         lines.append(f"| `{env_id}` | {env_id.split(':', 1)[0]} | {desc} |")
     return "\n".join(lines) + "\n"
+
+
+PARAMS_PAGE_HEAD = """# Env parameters
+
+Every parameter an env declares (`PARAMS`, see [write-an-env.md](write-an-env.md#declare-your-parameters)),
+per env class, with the ids built from it. Pass them to `gem.make(id, name=value)`; a value outside
+"allowed" raises a `ValueError` naming the parameter. "A client may set" is what `gem serve` accepts
+from a network client (`yes`: the same range; `no`: never; otherwise the narrower range a server
+allows). This page is generated from the declarations: `gem list --params` prints it (the test
+suite checks that it matches).
+"""
+
+
+def markdown_params_page(family: Optional[str] = None) -> str:
+    """The declared params of every env class (of ``family``), as docs/env-params.md shows them."""
+    import gem
+    from gem.envs.registration import spec
+    from gem.params import params_table
+
+    classes: dict[Any, list[str]] = {}
+    for env_id in gem.list_envs(family):
+        classes.setdefault(spec(env_id).entry_point, []).append(env_id)
+    titled = {}
+    for entry_point, ids in classes.items():
+        try:
+            factory = spec(ids[0]).load()
+        except ImportError:  # an extra that is not installed: its class cannot be read here
+            continue
+        shown = ", ".join(f"`{i}`" for i in ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+        titled[f"{getattr(factory, '__qualname__', entry_point)} ({shown})"] = factory
+    return PARAMS_PAGE_HEAD + "\n" + params_table(titled)
 
 
 def _agent_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -252,6 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", help="list env ids")
     p.add_argument("family", nargs="?", help="only this family (game, math, code, qa, ...)")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--params", action="store_true", help="print each env's declared parameters (Markdown)")
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser(

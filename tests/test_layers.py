@@ -65,6 +65,7 @@ LAYER_OF: dict[str, str] = {
     "gem/errors.py": "base",
     "gem/utils/": "base",
     "gem/core.py": "core",
+    "gem/params.py": "core",  # each env's parameter declaration (Param, check_params)
     "gem/envs/registration.py": "registration",
     "gem/data/": "data",
     # The sandbox and the graders still live in gem/utils and gem/tools; moving them into

@@ -28,11 +28,13 @@ from typing import Any, Optional, Sequence
 
 from gem.core import Env, StepResult
 from gem.errors import DependencyNotInstalled, InfrastructureError, report_infra_failure
+from gem.params import Param
 from gem.utils import constants
 from gem.utils.text import preview
 
 NO_ANSWER_FORMAT = "No answer found in your reply. {how} Your reply began: {reply!r}"
 UNGRADED_FORMAT = "Your answer could not be graded ({component}: {reason}); it earns {reward:g}."
+EVAL_PARAM = Param("eval", bool, "reset() without a seed walks the problems in order")
 UNGRADED_REWARD = constants.FAIL_REWARD  # never more than a wrong answer: ungraded cannot be farmed
 
 

@@ -52,7 +52,8 @@ import signal
 import threading
 from typing import Any
 
-from gem.envs._math_qa_base import SingleTurnEnv, rows_from
+from gem.envs._math_qa_base import EVAL_PARAM, SingleTurnEnv, rows_from
+from gem.params import Param, check_params
 from gem.utils.parsing import extract_code_from_model
 from gem.utils.sandbox import Sandbox, SandboxError, SandboxLimits, default_sandbox
 from gem.utils.text import preview
@@ -267,6 +268,17 @@ class CodeEnv(SingleTurnEnv):
     instruction = INSTRUCTION
     _shared = ("_rows", "_sandbox")  # shared by copies and snapshots, never copied
     answer_format = "a ```python ... ``` code block"
+    PARAMS = (
+        Param("max_tests", int, "tests run per problem (None: all of them)", min=1, nullable=True,
+              client={"max": 50, "nullable": False}),
+        Param("reward_mode", str, "all: 1 only if every test passes; fraction: the share that pass",
+              choices=REWARD_MODES),
+        Param("test_timeout", float, "CPU seconds per test", min=0, min_exclusive=True,
+              client={"min": 0.1, "max": 20.0}),
+        Param("test_memory_mb", int, "memory per test, in MiB", min=1, client={"min": 64, "max": 2048}),
+        Param("max_workers", int, "tests run at once", min=1, client={"max": 8}),
+        EVAL_PARAM,
+    )
 
     def __init__(
         self,
@@ -288,13 +300,8 @@ class CodeEnv(SingleTurnEnv):
         use_format_error_reward: bool = False,
         max_turns: int | None = None,
     ) -> None:
+        check_params(self, locals())
         super().__init__(eval=eval, use_format_error_reward=use_format_error_reward)
-        if reward_mode not in REWARD_MODES:
-            raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}.")
-        if max_workers < 1:
-            raise ValueError(f"max_workers must be at least 1, got {max_workers!r}.")
-        if max_tests is not None and max_tests < 1:
-            raise ValueError(f"max_tests must be at least 1 or None, got {max_tests!r}.")
         self.dataset_name = dataset_name
         self.split = split
         self.question_key, self.test_key = question_key, test_key
@@ -304,8 +311,6 @@ class CodeEnv(SingleTurnEnv):
         self.verbose = verbose
         self.sandbox_type = sandbox_type
         self.reward_mode = reward_mode
-        if not test_timeout > 0:
-            raise ValueError(f"test_timeout must be positive seconds, got {test_timeout!r}.")
         self.max_turns = max_turns
         self.limits = SandboxLimits(
             timeout=test_timeout * WALL_FACTOR + WALL_SLACK, cpu_time=test_timeout, memory_mb=test_memory_mb

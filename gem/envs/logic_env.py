@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from gem.data.rule_reasoning import LABELS, MAX_DEPTH, make_item
-from gem.envs._math_qa_base import SingleTurnEnv
+from gem.envs._math_qa_base import EVAL_PARAM, SingleTurnEnv
 from gem.envs.qa_env import QaEnv
+from gem.params import Param, check_params
 from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.qa_em import em_check
 
@@ -24,6 +25,7 @@ class LogicEnv(QaEnv):
     """A RuleTaker-style dataset: the question holds the theory; the boxed answer is matched exactly."""
 
     family = "logic"
+    PARAMS = QaEnv.PARAMS[:2]  # extract_boxed, eval (a logic answer is matched exactly)
 
     def __init__(
         self,
@@ -62,12 +64,16 @@ class RuleReasoningEnv(SingleTurnEnv):
     instruction = "Put your final answer (True, False or Unknown) within \\boxed{}."
     _shared = ()
 
+    PARAMS = (
+        Param("depth", int, "rule applications needed to prove the statement or its negation",
+              min=0, max=MAX_DEPTH),
+        Param("size", int, "distinct problems reset() chooses among", min=1, client={"max": 100_000}),
+        EVAL_PARAM,
+    )
+
     def __init__(self, depth: int = 2, size: int = 10000, seed: int = 0, eval: bool = False) -> None:  # noqa: A002
+        check_params(self, locals())
         super().__init__(eval=eval)
-        if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= MAX_DEPTH:
-            raise ValueError(f"depth must be an int from 0 to {MAX_DEPTH}, got {depth!r}.")
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ValueError(f"size must be a positive int, got {size!r}.")
         self.depth, self.size, self.seed = depth, size, int(seed)
 
     def _num_items(self) -> int:

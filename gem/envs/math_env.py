@@ -17,7 +17,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Optional
 
-from gem.envs._math_qa_base import SingleTurnEnv, rows_from
+from gem.envs._math_qa_base import EVAL_PARAM, SingleTurnEnv, rows_from
+from gem.params import Param, check_params
 from gem.utils.math_grader import DEFAULT_TIMEOUT_S, boxed_reward_fn, default_grader
 from gem.utils.parsing import extract_last_boxed_answer
 
@@ -46,6 +47,11 @@ class MathEnv(SingleTurnEnv):
     """
 
     family = "math"
+    PARAMS = (
+        Param("grade_timeout", float, "CPU seconds the grader may spend on one answer", min=0,
+              min_exclusive=True, client={"min": 0.1, "max": 10.0}),
+        EVAL_PARAM,
+    )
 
     def __init__(
         self,
@@ -62,9 +68,8 @@ class MathEnv(SingleTurnEnv):
         verbose: bool = False,
         max_turns: Optional[int] = None,
     ) -> None:
+        check_params(self, locals())
         super().__init__(eval=eval, use_format_error_reward=use_format_error_reward)
-        if not grade_timeout > 0:
-            raise ValueError(f"grade_timeout must be positive seconds, got {grade_timeout!r}.")
         self.dataset_name = dataset_name
         self.split = split
         self.question_key, self.answer_key = question_key, answer_key

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from gem.envs._math_qa_base import SingleTurnEnv, rows_from
+from gem.envs._math_qa_base import EVAL_PARAM, SingleTurnEnv, rows_from
+from gem.params import Param, check_params
 from gem.utils.qa_em import em_check, extract_answer, f1_score
 
 QA_PROMPT = (
@@ -52,6 +53,11 @@ class QaEnv(SingleTurnEnv):
     """
 
     family = "qa"
+    PARAMS = (
+        Param("extract_boxed", bool, "read the answer from \\boxed{} instead of <answer> tags"),
+        EVAL_PARAM,
+        Param("reward", str, "em: exact match after normalising; f1: token overlap", choices=REWARDS),
+    )
 
     def __init__(
         self,
@@ -70,9 +76,8 @@ class QaEnv(SingleTurnEnv):
         verbose: bool = False,
         max_turns: Optional[int] = None,
     ) -> None:
+        check_params(self, locals())
         super().__init__(eval=eval, use_format_error_reward=use_format_error_reward)
-        if reward not in REWARDS:
-            raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}.")
         if prompt_template is not None and "{question}" not in prompt_template:
             raise ValueError("prompt_template must contain '{question}'.")
         self.dataset_name, self.split = dataset_name, split

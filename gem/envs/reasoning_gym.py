@@ -30,8 +30,9 @@ from typing import Any, Optional
 
 import reasoning_gym
 
-from gem.envs._math_qa_base import SingleTurnEnv
+from gem.envs._math_qa_base import EVAL_PARAM, SingleTurnEnv
 from gem.errors import report_infra_failure
+from gem.params import Param, check_params
 from gem.utils.math_answers import hedged
 from gem.utils.parsing import extract_last_boxed_answer
 
@@ -146,6 +147,13 @@ class ReasoningGymEnv(SingleTurnEnv):
 
     _shared = ("_ds", "_pass_ds")
 
+    PARAMS = (
+        Param("name", str, "the reasoning-gym task (set by the id)", client=False),
+        Param("size", int, "problems in the set", min=1, client={"max": 2000}),
+        Param("partial_credit", bool, "pay reasoning-gym's partial scores instead of 1 or 0"),
+        EVAL_PARAM,
+    )
+
     def __init__(
         self,
         name: str,
@@ -156,6 +164,7 @@ class ReasoningGymEnv(SingleTurnEnv):
         use_format_error_reward: bool = False,
         eval: bool = False,  # noqa: A002
     ) -> None:
+        check_params(self, locals())
         super().__init__(eval=eval, use_format_error_reward=use_format_error_reward)
         if name not in reasoning_gym.factory.DATASETS:
             import difflib
@@ -166,8 +175,6 @@ class ReasoningGymEnv(SingleTurnEnv):
                 + (f" Did you mean {', '.join(close)}?" if close else "")
                 + " reasoning_gym.factory.DATASETS lists them."
             )
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ValueError(f"size must be a positive int, got {size!r}.")
         self.name, self.size = name, size
         self.config = dict(config or {})
         self.partial_credit = bool(partial_credit)

@@ -25,6 +25,7 @@ from typing import IO, Any, Callable, Iterable, Optional, Union
 
 from gem.core import REWARD_LEVELS, Env
 from gem.errors import DependencyNotInstalled, UnknownEnvError, missing_extra
+from gem.params import declared_params
 
 logger = logging.getLogger(__name__)
 
@@ -383,13 +384,16 @@ def _check_kwargs(env_spec: EnvSpec, factory: Callable[..., Env], kwargs: dict[s
         return kwargs
     wrong = [k for k in unknown if k not in ORIGINAL_KWARG_NAMES]
     if wrong:
-        hints = []
+        declared = {p.name: p for p in declared_params(factory) or ()}
+        hints, takes = [], []
         for name in wrong:
             close = difflib.get_close_matches(name, accepted, n=1, cutoff=0.6)
             hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+            if close and close[0] in declared:  # the declaration says what the suggestion takes
+                takes.append(f" {close[0]} takes {declared[close[0]].describe()}.")
         raise ValueError(
             f"{env_spec.id} got unknown argument(s) {', '.join(hints)}; "
-            f"it accepts: {', '.join(accepted) or 'nothing'}."
+            f"it accepts: {', '.join(accepted) or 'nothing'}." + "".join(dict.fromkeys(takes))
         )
     for name in unknown:
         key = (factory, name)

@@ -21,6 +21,7 @@ HTTP (JSON bodies; ``Authorization: Bearer <token>`` when the server has tokens)
 - ``GET /health`` (never needs the token): ``{"status": "ok", "sessions": n, "uptime_s": t}``
 - ``GET /metrics``: Prometheus text (sessions, resets, steps, errors, step seconds, queue)
 - ``GET /envs``: the ids this server serves
+- ``GET /envs/{id}/kwargs``: ``{"env_id", "kwargs"}``, the JSON Schema of the kwargs a client may send
 - ``POST /sessions`` ``{"env_id", "kwargs"}`` -> ``{"session_id", "env_id"}``
 - ``POST /sessions/{id}/reset`` ``{"seed"}`` -> ``{"observation", "info"}``
 - ``POST /sessions/{id}/step`` ``{"action"}`` -> ``{"observation", "reward", "terminated", "truncated", "info"}``
@@ -71,7 +72,7 @@ from gem.server.quotas import (
     install as install_quotas,
 )
 from gem.server.scheduler import CallTimeout, FairScheduler
-from gem.server.schema import ClientKwargs, KwargsError, check_kwargs
+from gem.server.schema import ClientKwargs, KwargsError, check_kwargs, kwargs_json_schema
 
 logger = logging.getLogger(__name__)
 SHUTDOWN_CLOSE_TIMEOUT = 10.0  # seconds the server waits at shutdown for its sessions' envs to close
@@ -516,6 +517,17 @@ def create_app(
     @app.get("/envs")
     async def envs() -> dict[str, Any]:
         return {"env_ids": sorted(store.allowed) if store.allowed is not None else registration.list_envs()}
+
+    @app.get("/envs/{env_id:path}/kwargs")
+    async def env_kwargs(env_id: str) -> dict[str, Any]:
+        """The JSON Schema of the kwargs a client may send for ``env_id`` (from its env's PARAMS)."""
+        if store.allowed is not None and env_id not in store.allowed:
+            raise ApiError("unknown_env", f"This server does not serve {env_id[:100]!r}.")
+        try:
+            env_spec = lookup_spec(env_id)
+        except UnknownEnvError as exc:
+            raise ApiError("unknown_env", str(exc), "UnknownEnvError") from exc
+        return {"env_id": env_id, "kwargs": kwargs_json_schema(env_spec, store.client_kwargs)}
 
     @app.post("/sessions", status_code=201)
     async def make_session(request: Request) -> dict[str, Any]:

@@ -30,21 +30,25 @@ def builtin_specs():
 
 
 def test_every_builtin_entry_point_declares_a_schema():
-    missing = sorted({s.entry_point for s in builtin_specs()} - set(SCHEMAS))
+    missing = sorted({s.entry_point for s in builtin_specs() if declared_schema(s) is None})
     assert missing == []
+    assert SCHEMAS == {}  # no hand-written table: every built-in schema comes from its env's PARAMS
 
 
-@pytest.mark.parametrize("entry_point", sorted(SCHEMAS))
+def builtin_entry_points():
+    return sorted({s.entry_point for s in builtin_specs()})
+
+
+@pytest.mark.parametrize("entry_point", builtin_entry_points())
 def test_schema_names_and_types_match_the_constructor(entry_point):
     """Each declared kwarg is a constructor parameter, and the constructor's default passes."""
-    spec = next((s for s in builtin_specs() if s.entry_point == entry_point), None)
-    assert spec is not None, f"{entry_point} is declared but no built-in id uses it"
+    spec = next(s for s in builtin_specs() if s.entry_point == entry_point)
     params = inspect.signature(spec.load()).parameters
-    for name, param in SCHEMAS[entry_point].items():
+    for name, param in declared_schema(spec).items():
         assert name in params, f"{entry_point} has no parameter {name!r}"
         default = params[name].default
         if default is not inspect.Parameter.empty:
-            param.check(name, default, spec.id)
+            param.check(default, json=True)
 
 
 def test_every_registered_default_passes_its_schema():
@@ -110,16 +114,16 @@ def test_undeclared_envs_take_no_kwargs_unless_allowed():
 
 GAME_MAXIMA = {
     "game:Mastermind-v0-hard": {"code_length": 8, "num_numbers": 10, "duplicate_numbers": True},
-    "game:Minesweeper-v0-easy": {"rows": 30, "cols": 30, "num_mines": 800},
+    "game:Minesweeper-v0-easy": {"rows": 50, "cols": 50, "num_mines": 2499},
     "game:Sokoban-v0-easy": {"dim_room": [10, 10], "num_boxes": 4},
     "game:Sudoku-v0-easy": {"scale": 9, "clues": 1, "max_turns": 10_000},
-    "game:FifteenPuzzle-v0-easy": {"num_rows": 5, "max_turns": 10_000},
-    "game:TowerofHanoi-v0-easy": {"num_disks": 10, "max_turns": 10_000},
+    "game:FifteenPuzzle-v0-easy": {"num_rows": 6, "max_turns": 10_000},
+    "game:TowerofHanoi-v0-easy": {"num_disks": 12, "max_turns": 10_000},
     "game:Game2048-v0-easy": {"board_size": 8, "target_tile": 2**17},
-    "game:Crosswords-v0-easy": {"num_words": 10},
+    "game:Crosswords-v0-easy": {"num_words": 8},
     "game:WordSearch-v0-easy": {"num_words": 20},
-    "game:Wordle-v0-easy": {"word_length": 15},
-    "game:Hangman-v0-easy": {"word_length": 15},
+    "game:Wordle-v0-easy": {"word_length": 9},
+    "game:Hangman-v0-easy": {"word_length": 9},
 }
 
 
@@ -136,3 +140,125 @@ def test_the_largest_allowed_values_build_and_reset(env_id):
         env.reset(seed=0)
     except ValueError:
         pass
+
+
+# ---------------------------------------------------------------- one source: the env's PARAMS
+from gem.params import Param, client_params, declared_params  # noqa: E402
+from gem.server.schema import kwargs_json_schema  # noqa: E402
+from gem.errors import ResourceUnavailable  # noqa: E402
+
+
+def test_every_ids_server_schema_is_derived_from_its_envs_declaration():
+    """No second table: for every registered id the server checks exactly what the env class declares."""
+    specs = builtin_specs()
+    assert len(specs) > 200  # every family is here, the rg: namespace included
+    for spec in specs:
+        declared = declared_params(spec.load())
+        assert declared is not None, f"{spec.id}: its env class declares no PARAMS"
+        assert declared_schema(spec) == client_params(declared), spec.id
+        properties = kwargs_json_schema(spec)["properties"]
+        assert set(properties) == {p.name for p in declared if p.client is not False} | {"seed"}, spec.id
+
+
+def one_spec_per_class():
+    seen = {}
+    for spec in builtin_specs():
+        seen.setdefault(spec.entry_point, spec)
+    return [seen[ep] for ep in sorted(seen)]
+
+
+def bound_cases():
+    """(spec, param, value, constructor accepts, server accepts) at and just past each declared bound."""
+    for spec in one_spec_per_class():
+        for p in declared_params(spec.load()):
+            view = p.for_client()
+            numeric = p.type in (int, float, tuple)
+            step = 1 if p.type in (int, tuple) else 0.001
+            wrap = (lambda v, p=p: [v] * p.length[0] if p.type is tuple else v)
+            if p.min is not None and numeric:
+                yield spec, p, wrap(p.min), not p.min_exclusive, view is not None and view.accepts(wrap(p.min))
+                yield spec, p, wrap(p.min - step), False, False
+            if p.max is not None and numeric:
+                yield spec, p, wrap(p.max), True, view is not None and view.max in (None, p.max)
+                yield spec, p, wrap(p.max + step), False, False
+            if view is not None and view.max is not None and p.max != view.max and numeric:
+                yield spec, p, wrap(view.max), True, True  # the narrower client bound, declared
+                yield spec, p, wrap(view.max + step), True, False
+            bad = 1 if p.type is str else "x"
+            yield spec, p, bad, False, False
+            yield spec, p, None, p.nullable, view is not None and view.nullable
+            if p.choices is not None:
+                yield spec, p, p.choices[0], True, view is not None and p.choices[0] in (view.choices or ())
+
+
+BOUND_CASES = list(bound_cases())
+
+
+def _constructor_refuses(spec, param: Param, value) -> bool:
+    """Whether building ``spec`` with ``param=value`` fails with the declared bounds' ValueError
+    (a ValueError about another param's limit, such as Hanoi's turns for its disks, is not a refusal
+    of this value's bounds)."""
+    kwargs = {**spec.kwargs, param.name: value}
+    try:
+        env = spec.load()(**kwargs)
+    except ValueError as exc:
+        return str(exc).startswith(f"{param.name} must be")
+    except ResourceUnavailable:  # the params passed (they are checked first); a hub dataset is out of reach
+        return False
+    env.close()
+    return False
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in BOUND_CASES if not c[3]], ids=lambda c: f"{c[0].entry_point.split(':')[1]}.{c[1].name}={c[2]!r}"
+)
+def test_constructor_and_server_refuse_what_the_declaration_refuses(case):
+    spec, param, value, _, server_ok = case
+    assert not server_ok
+    refusal = f"{param.name} must be" if param.for_client() is not None else f"may not set {param.name!r}"
+    with pytest.raises(KwargsError, match=refusal):
+        check_kwargs(spec, {param.name: value})
+    assert _constructor_refuses(spec, param, value)
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in BOUND_CASES if c[3]], ids=lambda c: f"{c[0].entry_point.split(':')[1]}.{c[1].name}={c[2]!r}"
+)
+def test_constructor_and_server_accept_what_the_declaration_accepts(case):
+    """At each declared bound the constructor builds the env; the server accepts it unless the
+    param declares a narrower range for clients (then it accepts that range's bound instead)."""
+    spec, param, value, _, server_ok = case
+    assert not _constructor_refuses(spec, param, value)
+    if server_ok:
+        assert check_kwargs(spec, {param.name: value}) == {param.name: param.check(value)}
+    elif param.for_client() is not None:
+        with pytest.raises(KwargsError, match=f"{param.name} must be"):
+            check_kwargs(spec, {param.name: value})
+
+
+def test_the_server_publishes_each_ids_kwargs_schema(serve):
+    import httpx
+
+    server = serve(env_ids=["game:TowerofHanoi-v0-easy"])
+    r = httpx.get(server.url + "/envs/game:TowerofHanoi-v0-easy/kwargs")
+    assert r.status_code == 200
+    body = r.json()
+    assert body["env_id"] == "game:TowerofHanoi-v0-easy" and body["kwargs"]["additionalProperties"] is False
+    disks = body["kwargs"]["properties"]["num_disks"]
+    assert disks["anyOf"][0] == {"type": "integer", "minimum": 1, "maximum": 12}
+    assert body["kwargs"]["properties"]["max_turns"]["anyOf"][0]["maximum"] == 10_000  # the client's cap
+    assert set(body["kwargs"]["properties"]) == {"num_disks", "max_turns", "seed"}
+    assert httpx.get(server.url + "/envs/game:Wordle-v0-easy/kwargs").status_code == 404  # not served here
+
+
+def test_the_published_json_schema_agrees_with_the_server_on_every_bound():
+    """A client validating against GET /envs/{id}/kwargs gets the server's verdict, value for value."""
+    jsonschema = pytest.importorskip("jsonschema")
+    for spec, param, value, _, _ in BOUND_CASES:
+        validator = jsonschema.Draft202012Validator(kwargs_json_schema(spec))
+        try:
+            check_kwargs(spec, {param.name: value})
+            accepted = True
+        except KwargsError:
+            accepted = False
+        assert validator.is_valid({param.name: value}) == accepted, (spec.id, param.name, value)

@@ -20,11 +20,12 @@ from gem.core import Env, StepResult
 from gem.envs.game_env import words
 from gem.envs.game_env._puzzle_base import MAX_ANSWER_CHARS
 from gem.envs.game_env._shaping import ProgressReward
+from gem.params import Param, check_params, max_turns_param
 from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.text import preview
-from gem.utils.validation import check_int
 
 GRID_TITLE = "Grid (row, column):"  # solver agents find the last grid shown by this line
+DENSE_REWARD = Param("dense_reward", bool, "progress earns shares of success along the way")
 
 
 class WordGameEnv(Env, abc.ABC):
@@ -115,6 +116,23 @@ class WordGameEnv(Env, abc.ABC):
 # ------------------------------------------------------------------------------------ secret word
 WORD_PATTERN = re.compile(r"[A-Za-z]+(?: +[A-Za-z]+)*")  # letters; spaces between letters are ignored
 MIN_LENGTH, MAX_LENGTH = 3, 9
+SECRET_WORD_PARAMS = (
+    Param("word_length", int, "letters of the secret word (None: drawn per episode)",
+          min=MIN_LENGTH, max=MAX_LENGTH, nullable=True),
+    max_turns_param("guesses allowed (None: drawn per episode with word_length)"),
+    DENSE_REWARD,
+)
+
+
+def grid_params(max_words: int) -> tuple[Param, ...]:
+    """The params of a letter-grid game that holds at most ``max_words`` words."""
+    return (
+        Param("hardcore", bool, "the harder word lists and layout (None: drawn per episode)", nullable=True),
+        max_turns_param("turns allowed (None: drawn per episode)"),
+        Param("num_words", int, "words hidden in the grid (None: drawn per episode)", min=1, max=max_words,
+              nullable=True),
+        DENSE_REWARD,
+    )
 
 
 class SecretWordEnv(WordGameEnv):
@@ -136,11 +154,9 @@ class SecretWordEnv(WordGameEnv):
         random_lengths: tuple[int, ...],
         dense_reward: bool = True,
     ) -> None:
+        check_params(self, locals())
         self._init_shaping(dense_reward)
         self._random_params = word_length is None or max_turns is None
-        if not self._random_params:
-            check_int("word_length", word_length, low=MIN_LENGTH, high=MAX_LENGTH, allow_none=True)
-            check_int("max_turns", max_turns, allow_none=True)
         self.word_length = word_length or 5
         self.max_turns = max_turns or 20
         for n in random_lengths if self._random_params else (self.word_length,):
@@ -192,11 +208,9 @@ class LetterGridEnv(WordGameEnv):
         max_words: int,
         dense_reward: bool = True,
     ) -> None:
+        check_params(self, locals())
         self._init_shaping(dense_reward)
         self._random_params = hardcore is None or max_turns is None or num_words is None
-        if not self._random_params:
-            check_int("num_words", num_words, high=max_words, allow_none=True)
-            check_int("max_turns", max_turns, allow_none=True)
         self.hardcore = bool(hardcore)
         self.max_turns = max_turns or defaults[0]
         self.num_words = num_words or defaults[1]

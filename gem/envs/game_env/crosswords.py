@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 from gem.core import Agent
 from gem.envs.game_env import crosswords_clues
-from gem.envs.game_env._word_base import GRID_TITLE, LetterGridEnv
+from gem.envs.game_env._word_base import GRID_TITLE, LetterGridEnv, grid_params
 
 _MOVE = re.compile(r"[\s\[(]*(\d{1,3})[\s,]+(\d{1,3})[\s,:=]+([A-Za-z])[\s\])]*")
 ACROSS, DOWN = (0, 1), (1, 0)
@@ -43,6 +43,7 @@ class CrosswordsEnv(LetterGridEnv):
     _pattern = _MOVE
     _suffix = "Enter your next letter."
     random_num_words = RANDOM_NUM_WORDS
+    PARAMS = grid_params(max_words=8)
 
     def __init__(
         self,

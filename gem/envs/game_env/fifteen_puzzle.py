@@ -35,9 +35,9 @@ from gem.envs.game_env._puzzle_base import (
     PuzzleEnv,
     board_lines,
     parse_direction,
-    positive_int,
     stated_turns,
 )
+from gem.params import Param, check_params, max_turns_param
 
 RANDOM_PRESETS = ((2, 10), (3, 20), (4, 50))  # (num_rows, max_turns) drawn by -random, as GEM
 MAX_ROWS = 6
@@ -63,6 +63,14 @@ class FifteenPuzzleEnv(PuzzleEnv[str]):
 
     _parse_cache: dict[str, str] = {}  # a move depends on the answer alone
     VALID_INITIALIZATION_ALGOS = list(INIT_ALGOS)  # the original GEM's name
+    PARAMS = (
+        max_turns_param("moves allowed (None: drawn per episode with num_rows)"),
+        Param("num_rows", int, "rows (and columns) of the board (None: drawn per episode)",
+              min=2, max=MAX_ROWS, nullable=True),
+        Param("init_algo", str, "how boards are scrambled", choices=INIT_ALGOS, client=False),
+        Param("mc_rand_moves", int, "random moves of the monte_carlo scramble (None: by board size)",
+              min=1, nullable=True, client=False),
+    )
 
     def __init__(
         self,
@@ -71,16 +79,8 @@ class FifteenPuzzleEnv(PuzzleEnv[str]):
         init_algo: str = "monte_carlo",
         mc_rand_moves: Optional[int] = None,
     ) -> None:
+        check_params(self, locals())
         self._random_params = num_rows is None or max_turns is None
-        if not self._random_params:
-            positive_int("num_rows", num_rows, 2, MAX_ROWS)
-            positive_int("max_turns", max_turns)
-        if init_algo not in INIT_ALGOS:
-            raise ValueError(f"init_algo must be one of {', '.join(INIT_ALGOS)}; got {init_algo!r}.")
-        if mc_rand_moves is not None and (
-            isinstance(mc_rand_moves, bool) or not isinstance(mc_rand_moves, int) or mc_rand_moves < 1
-        ):
-            raise ValueError(f"mc_rand_moves must be a positive int (or None), got {mc_rand_moves!r}.")
         self.init_algo, self.mc_rand_moves = init_algo, mc_rand_moves
         self.num_rows, self.max_turns = (num_rows, max_turns) if not self._random_params else RANDOM_PRESETS[0]
         self.tiles: list[int] = []  # the board row by row, 0 for the gap

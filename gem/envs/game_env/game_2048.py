@@ -26,8 +26,8 @@ from gem.envs.game_env._puzzle_base import (
     PuzzleEnv,
     board_lines,
     parse_direction,
-    positive_int,
 )
+from gem.params import Param, check_params, max_turns_param
 
 RANDOM_PRESETS = ((16, 20), (32, 30), (64, 50))  # (target_tile, max_turns) drawn by -random, as GEM
 FOUR_PROBABILITY = 0.1
@@ -73,16 +73,18 @@ class Game2048Env(PuzzleEnv[str]):
     """
 
     title = "2048"
+    PARAMS = (
+        Param("target_tile", int, "the tile that wins, a power of two (None: drawn per episode)", min=4,
+              nullable=True, client={"choices": tuple(2**k for k in range(2, 18))}),
+        max_turns_param("moves allowed (None: drawn per episode with target_tile)"),
+        Param("board_size", int, "rows (and columns) of the board", min=BOARD_SIZES[0], max=BOARD_SIZES[-1]),
+    )
 
     def __init__(self, target_tile: Optional[int] = 2048, max_turns: Optional[int] = 1000, board_size: int = 4) -> None:
+        check_params(self, locals())
         self._random_params = target_tile is None or max_turns is None
-        if board_size not in BOARD_SIZES:
-            raise ValueError(f"board_size must be an int from 2 to 8, got {board_size!r}.")
-        if not self._random_params:
-            positive_int("target_tile", target_tile, 4)
-            if target_tile & (target_tile - 1):  # type: ignore[operator]
-                raise ValueError(f"target_tile must be a power of two (4, 8, 16, ...), got {target_tile!r}.")
-            positive_int("max_turns", max_turns)
+        if target_tile is not None and target_tile & (target_tile - 1):
+            raise ValueError(f"target_tile must be a power of two (4, 8, 16, ...), got {target_tile!r}.")
         self.board_size = board_size
         self.target_tile, self.max_turns = (target_tile, max_turns) if not self._random_params else RANDOM_PRESETS[0]
         self.board: Board = []

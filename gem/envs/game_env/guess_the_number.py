@@ -15,8 +15,8 @@ from typing import Any, Optional
 
 from gem.envs.game_env._prompts import GAME_OVER_SUFFIX, first_request
 from gem.core import Agent, Env, StepResult
+from gem.params import Param, check_params, max_turns_param
 from gem.utils.parsing import extract_last_boxed_answer, parse_int
-from gem.utils.validation import check_int
 
 
 class GuessTheNumberEnv(Env):
@@ -28,6 +28,15 @@ class GuessTheNumberEnv(Env):
     """
 
     reset_before_first_step = True  # the original GEM reset this game in its constructor
+    _NUMBER = {"min": -(10**9), "max": 10**9}  # what a client of a server may ask for
+    PARAMS = (
+        Param("min_number", int, "the smallest number it may be (None: drawn per episode)", nullable=True,
+              client=_NUMBER),
+        Param("max_number", int, "the largest number it may be, above min_number (None: drawn per episode)",
+              nullable=True, client=_NUMBER),
+        max_turns_param("guesses allowed (None: enough for binary search, plus one)"),
+        Param("closeness_reward", bool, "a wrong guess earns a share of success by how close it is"),
+    )
 
     def __init__(
         self,
@@ -36,13 +45,10 @@ class GuessTheNumberEnv(Env):
         max_turns: Optional[int] = 20,
         closeness_reward: bool = True,
     ) -> None:
+        check_params(self, locals())
         self._random_params = min_number is None or max_number is None
-        if not self._random_params:
-            if not isinstance(min_number, int) or not isinstance(max_number, int):
-                raise ValueError(f"min_number and max_number must be ints, got {min_number!r}, {max_number!r}.")
-            if min_number >= max_number:
-                raise ValueError(f"min_number ({min_number}) must be below max_number ({max_number}).")
-        check_int("max_turns", max_turns, allow_none=True)
+        if not self._random_params and min_number >= max_number:  # type: ignore[operator]
+            raise ValueError(f"min_number ({min_number}) must be below max_number ({max_number}).")
         self._fixed_turns = max_turns
         self.min_number = min_number if min_number is not None else 1
         self.max_number = max_number if max_number is not None else 20

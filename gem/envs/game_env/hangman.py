@@ -22,7 +22,8 @@ from typing import Any, Optional
 
 from gem.core import Agent
 from gem.envs.game_env import words
-from gem.envs.game_env._word_base import SecretWordEnv
+from gem.envs.game_env._word_base import SECRET_WORD_PARAMS, SecretWordEnv
+from gem.params import Param, check_params
 from gem.utils.text import preview
 
 RANDOM_CONFIGS: tuple[tuple[int, int], ...] = ((3, 10), (5, 15), (7, 20))  # (word_length, max_turns)
@@ -41,6 +42,11 @@ class HangmanEnv(SecretWordEnv):
     """
 
     reset_before_first_step = True  # the original GEM reset this game in its constructor
+    PARAMS = (
+        SECRET_WORD_PARAMS[0],
+        Param("hardcore", bool, "secret words from the rare word list"),
+        *SECRET_WORD_PARAMS[1:],
+    )
 
     def __init__(
         self,
@@ -49,6 +55,7 @@ class HangmanEnv(SecretWordEnv):
         max_turns: Optional[int] = 20,
         dense_reward: bool = True,
     ) -> None:
+        check_params(self, locals())
         self.hardcore = bool(hardcore)
         super().__init__(
             word_length, max_turns, _tier(self.hardcore), tuple(n for n, _ in RANDOM_CONFIGS), dense_reward

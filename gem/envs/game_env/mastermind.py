@@ -18,10 +18,10 @@ from typing import Any, Optional
 from gem.envs.game_env._prompts import GAME_OVER_SUFFIX, first_request
 from gem.core import Agent, Env, StepResult
 from gem.envs.game_env._shaping import ProgressReward
+from gem.params import Param, check_params, max_turns_param
 from gem.utils.constants import LanguageGameReward as R
 from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.text import preview
-from gem.utils.validation import check_int
 
 # (code_length, num_numbers, max_turns) drawn by the -random preset, as GEM.
 RANDOM_CONFIGS: tuple[tuple[int, int, int], ...] = ((2, 4, 10), (4, 6, 20), (4, 8, 30))
@@ -55,6 +55,15 @@ class MastermindEnv(Env):
     """
 
     reset_before_first_step = True  # the original GEM reset this game in its constructor
+    PARAMS = (
+        Param("code_length", int, "digits in the code (None: drawn per episode)", min=1, nullable=True,
+              client={"max": 8}),
+        Param("num_numbers", int, "digits to choose from, 1 to num_numbers (None: drawn per episode)",
+              min=1, max=99, nullable=True, client={"max": 10}),
+        Param("duplicate_numbers", bool, "a digit may appear more than once in the code"),
+        max_turns_param("guesses allowed (None: drawn per episode)"),
+        Param("dense_reward", bool, "each new best count of black pegs earns its share of the code"),
+    )
 
     def __init__(
         self,
@@ -64,6 +73,7 @@ class MastermindEnv(Env):
         max_turns: Optional[int] = 20,
         dense_reward: bool = True,
     ) -> None:
+        check_params(self, locals())
         self._random_params = code_length is None or num_numbers is None or max_turns is None
         if not self._random_params:
             _validate(code_length, num_numbers, max_turns, duplicate_numbers)
@@ -246,9 +256,6 @@ def _fmt(code: tuple[int, ...]) -> str:
 
 
 def _validate(code_length: Any, num_numbers: Any, max_turns: Any, duplicates: bool) -> None:
-    check_int("code_length", code_length, allow_none=True)
-    check_int("num_numbers", num_numbers, high=99, allow_none=True)
-    check_int("max_turns", max_turns, allow_none=True)
     if not duplicates and code_length > num_numbers:
         raise ValueError(
             f"A code of {code_length} different digits needs num_numbers >= {code_length} "

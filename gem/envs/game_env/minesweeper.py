@@ -20,13 +20,16 @@ from gem.envs.game_env._prompts import GAME_OVER_SUFFIX, first_request
 from gem.core import Agent, Env, StepResult
 from gem.envs.game_env._shaping import ProgressReward
 from gem.envs.game_env.minesweeper_solver import MinesweeperSolver, neighbours
+from gem.params import Param, check_params, max_turns_param
 from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.text import preview
-from gem.utils.validation import check_int
 
 _MOVE = re.compile(r"([A-Za-z]+)\s*[\s,:(]\s*(\d{1,4})\s*[\s,]\s*(\d{1,4})\s*\)?")
 COMMANDS = ("reveal", "flag")
 RANDOM_SIZES = (5, 6, 7, 8)  # -random: a square board of this side, side**2 // 5 mines, side**2 turns
+
+
+MAX_SIDE = 50
 
 
 class MinesweeperEnv(Env):
@@ -40,6 +43,14 @@ class MinesweeperEnv(Env):
     """
 
     reset_before_first_step = True  # the original GEM reset this game in its constructor
+    PARAMS = (
+        Param("rows", int, "rows of the board (None: drawn per episode)", min=1, max=MAX_SIDE, nullable=True),
+        Param("cols", int, "columns of the board (None: drawn per episode)", min=1, max=MAX_SIDE, nullable=True),
+        Param("num_mines", int, "mines, fewer than rows * cols (None: drawn per episode)", min=1,
+              max=MAX_SIDE * MAX_SIDE - 1, nullable=True),
+        max_turns_param("reveals allowed (None: drawn per episode)"),
+        Param("dense_reward", bool, "each reveal earns the share of safe cells it opened"),
+    )
 
     def __init__(
         self,
@@ -49,12 +60,9 @@ class MinesweeperEnv(Env):
         max_turns: Optional[int] = 20,
         dense_reward: bool = True,
     ) -> None:
+        check_params(self, locals())
         self._random_params = rows is None or cols is None or num_mines is None or max_turns is None
         if not self._random_params:
-            check_int("rows", rows, high=50, allow_none=True)
-            check_int("cols", cols, high=50, allow_none=True)
-            check_int("num_mines", num_mines, allow_none=True)
-            check_int("max_turns", max_turns, allow_none=True)
             if num_mines >= rows * cols:  # type: ignore[operator]
                 raise ValueError(
                     f"num_mines ({num_mines}) must be below the number of cells ({rows * cols})."

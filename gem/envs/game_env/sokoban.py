@@ -26,6 +26,7 @@ from gem.envs.game_env._puzzle_base import (
     positive_int,
     stated_turns,
 )
+from gem.params import Param, check_params, max_turns_param
 
 # ((rows, columns), num_boxes, max_turns) drawn by -random, as GEM.
 RANDOM_PRESETS = (((6, 6), 2, 20), ((8, 8), 5, 50))
@@ -41,6 +42,16 @@ class SokobanEnv(PuzzleEnv[str]):
     """
 
     title = "Sokoban"
+    _ROOM = {"min": 4, "max": MAX_SIDE, "length": (2, 2)}
+    PARAMS = (
+        Param("dim_room", tuple, "(rows, columns) of the room, walls included (None: drawn per episode)",
+              nullable=True, client={"max": 10}, **_ROOM),  # type: ignore[arg-type]
+        max_turns_param("moves allowed (None: drawn per episode)", min=2),
+        Param("num_boxes", int, "boxes to push, at most a third of the floor (None: drawn per episode)",
+              min=1, nullable=True, client={"max": 4}),
+        Param("room_size", tuple, "the original GEM's name for dim_room; wins over it when given",
+              nullable=True, client={"max": 10}, **_ROOM),  # type: ignore[arg-type]
+    )
 
     def __init__(
         self,
@@ -49,17 +60,14 @@ class SokobanEnv(PuzzleEnv[str]):
         num_boxes: Optional[int] = 3,
         room_size: Optional[Sequence[int]] = None,
     ) -> None:
+        check_params(self, locals())
         if room_size is not None:
             dim_room = room_size
         self._random_params = dim_room is None or max_turns is None or num_boxes is None
         if not self._random_params:
-            if not (isinstance(dim_room, (tuple, list)) and len(dim_room) == 2):
-                raise ValueError(f"dim_room must be (rows, columns), got {dim_room!r}.")
-            rows = positive_int("dim_room[0]", dim_room[0], 4, MAX_SIDE)
-            cols = positive_int("dim_room[1]", dim_room[1], 4, MAX_SIDE)
+            rows, cols = dim_room  # type: ignore[misc]
             inside = (rows - 2) * (cols - 2)
             positive_int("num_boxes", num_boxes, 1, max(1, inside // 3))
-            positive_int("max_turns", max_turns, 2)
             self.dim_room, self.num_boxes, self.max_turns = (rows, cols), num_boxes, max_turns
         else:
             self.dim_room, self.num_boxes, self.max_turns = RANDOM_PRESETS[0]  # type: ignore[assignment]

@@ -20,7 +20,8 @@ import re
 from typing import Any, Optional
 
 from gem.core import Agent
-from gem.envs.game_env._puzzle_base import Illegal, PuzzleEnv, board_lines, positive_int, quoted
+from gem.envs.game_env._puzzle_base import Illegal, PuzzleEnv, board_lines, quoted
+from gem.params import Param, check_params, max_turns_param
 
 SCALES = (4, 9)
 RANDOM_PRESETS = ((4, 10, 15), (9, 50, 50))  # (scale, clues, max_turns) drawn by -random, as GEM
@@ -34,13 +35,20 @@ class SudokuEnv(PuzzleEnv[tuple[int, int, int]]):
     -random presets.
     """
 
+    PARAMS = (
+        Param("clues", int, "cells filled in at the start, fewer than scale**2 (None: drawn per episode)",
+              min=1, max=max(SCALES) ** 2 - 1, nullable=True),
+        max_turns_param("moves allowed, at least the empty cells (None: drawn per episode)"),
+        Param("scale", int, "rows (and columns) of the grid (None: drawn per episode)", choices=SCALES,
+              nullable=True),
+    )
+
     def __init__(self, clues: Optional[int] = 30, max_turns: Optional[int] = 100, scale: Optional[int] = 9) -> None:
+        check_params(self, locals())
         self._random_params = clues is None or max_turns is None or scale is None
         if not self._random_params:
-            if scale not in SCALES:
-                raise ValueError(f"scale must be one of {SCALES} (or None for the -random preset), got {scale!r}.")
-            positive_int("clues", clues, 1, scale * scale - 1)  # type: ignore[operator]
-            positive_int("max_turns", max_turns)
+            if clues >= scale * scale:  # type: ignore[operator]
+                raise ValueError(f"clues={clues} is too many for a {scale}x{scale} grid: at most {scale * scale - 1}.")
             if scale * scale - clues > max_turns:  # type: ignore[operator]
                 raise ValueError(
                     f"max_turns={max_turns} is too few: {scale * scale - clues} cells are empty "  # type: ignore[operator]

@@ -13,7 +13,8 @@ import re
 from typing import Any, Optional
 
 from gem.core import Agent
-from gem.envs.game_env._puzzle_base import Illegal, PuzzleEnv, board_lines, positive_int, quoted
+from gem.envs.game_env._puzzle_base import Illegal, PuzzleEnv, board_lines, quoted
+from gem.params import Param, check_params, max_turns_param
 
 TOWERS = "ABC"
 RANDOM_PRESETS = ((3, 10), (4, 20), (5, 35))  # (num_disks, max_turns) drawn by -random, as GEM
@@ -29,12 +30,16 @@ class TowerofHanoiEnv(PuzzleEnv[tuple[str, str]]):
 
     title = "Tower of Hanoi"
     _parse_cache: dict[str, tuple[str, str]] = {}  # a move depends on the answer alone
+    PARAMS = (
+        Param("num_disks", int, "disks, all on tower A at the start (None: drawn per episode)",
+              min=1, max=MAX_DISKS, nullable=True),
+        max_turns_param("moves allowed, at least 2**num_disks - 1 (None: drawn per episode)"),
+    )
 
     def __init__(self, num_disks: Optional[int] = 3, max_turns: Optional[int] = 100) -> None:
+        check_params(self, locals())
         self._random_params = num_disks is None or max_turns is None
         if not self._random_params:
-            positive_int("num_disks", num_disks, 1, MAX_DISKS)
-            positive_int("max_turns", max_turns)
             if max_turns < 2**num_disks - 1:  # type: ignore[operator]
                 raise ValueError(
                     f"max_turns={max_turns} is too few for {num_disks} disks: the shortest solution "

@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 from gem.core import Agent
 from gem.envs.game_env import words
-from gem.envs.game_env._word_base import GRID_TITLE, LetterGridEnv
+from gem.envs.game_env._word_base import GRID_TITLE, LetterGridEnv, grid_params
 
 _NUMBERS = re.compile(
     r"[\s,;()\[\]]*(\d{1,3})[\s,;()\[\]]+(\d{1,3})[\s,;()\[\]]+(\d{1,3})[\s,;()\[\]]+(\d{1,3})[\s,;()\[\]]*"
@@ -45,6 +45,7 @@ class WordSearchEnv(LetterGridEnv):
     _noun = "find"
     _suffix = "Enter your next find."
     random_num_words = RANDOM_NUM_WORDS
+    PARAMS = grid_params(max_words=20)
 
     def __init__(
         self,

@@ -22,7 +22,8 @@ from typing import Any, Optional
 
 from gem.core import Agent
 from gem.envs.game_env import words
-from gem.envs.game_env._word_base import SecretWordEnv
+from gem.envs.game_env._word_base import SECRET_WORD_PARAMS, SecretWordEnv
+from gem.params import Param, check_params
 from gem.utils.text import preview
 
 RANDOM_LENGTHS = (3, 4, 5)  # -random: this many letters and 5 turns per letter
@@ -53,6 +54,12 @@ class WordleEnv(SecretWordEnv):
     (the ``-random`` preset).
     """
 
+    PARAMS = (
+        SECRET_WORD_PARAMS[0],
+        Param("only_real_words", bool, "a guess must be a word of the word list"),
+        *SECRET_WORD_PARAMS[1:],
+    )
+
     def __init__(
         self,
         word_length: Optional[int] = 5,
@@ -60,6 +67,7 @@ class WordleEnv(SecretWordEnv):
         max_turns: Optional[int] = 20,
         dense_reward: bool = True,
     ) -> None:
+        check_params(self, locals())
         super().__init__(word_length, max_turns, "common", RANDOM_LENGTHS, dense_reward)
         self.only_real_words = bool(only_real_words)
         self.history: list[tuple[str, str]] = []

@@ -45,6 +45,7 @@ from typing import Any, Optional, Sequence
 
 from gem.core import EPISODE_OVER_OBSERVATION, Agent, Env
 from gem.errors import GemError
+from gem.params import Param
 from gem.utils import constants
 from gem.utils.text import preview
 
@@ -64,6 +65,11 @@ DRAW_REWARD: float = (constants.SUCCESS_REWARD + constants.FAIL_REWARD) / 2
 MAX_MESSAGE_CHARS = 500
 MAX_MESSAGES_PER_ACTION = 4
 DEFAULT_MAX_STEPS = 200
+
+
+def max_steps_param(nullable: bool = False, description: str = "moves before the game is cut") -> "Param":
+    """``max_steps`` as the games declare it: at least 1; a client may ask for at most 1000."""
+    return Param("max_steps", int, description, min=1, nullable=nullable, client={"max": 1000})
 
 MultiStepResult = tuple[
     dict[str, str], dict[str, float], dict[str, bool], dict[str, bool], dict[str, dict[str, Any]]

@@ -17,8 +17,9 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from gem.core import Agent
-from gem.envs.multiagent.base import MultiAgentEnv
+from gem.envs.multiagent.base import MultiAgentEnv, max_steps_param
 from gem.envs.multiagent.players import Player
+from gem.params import check_params
 from gem.utils.parsing import extract_last_boxed_answer
 
 CARDS = ("J", "Q", "K")
@@ -38,8 +39,10 @@ class KuhnPokerEnv(MultiAgentEnv):
     """One hand of Kuhn poker between ``player_0`` (acts first) and ``player_1``."""
 
     name = "Kuhn poker"
+    PARAMS = (max_steps_param(),)
 
     def __init__(self, max_steps: int = 20) -> None:
+        check_params(self, locals())
         super().__init__(["player_0", "player_1"], mode="sequential", max_steps=max_steps)
         self.cards: dict[str, str] = {}
         self.history = ""

@@ -23,8 +23,9 @@ import re
 from typing import Any, Optional
 
 from gem.core import Agent
-from gem.envs.multiagent.base import MultiAgentEnv
+from gem.envs.multiagent.base import MultiAgentEnv, max_steps_param
 from gem.envs.multiagent.players import Player
+from gem.params import Param, check_params
 from gem.utils.parsing import extract_last_boxed_answer
 
 ITEMS = ("books", "hats", "balls")
@@ -51,10 +52,14 @@ class NegotiationEnv(MultiAgentEnv):
     """Split a pool of items by alternating proposals; private valuations, a checked, scored deal."""
 
     name = "Negotiation"
+    PARAMS = (
+        Param("max_turns", int, "offers before the negotiation ends without a deal", min=2,
+              client={"max": 1000}),
+        max_steps_param(nullable=True, description="moves before the game is cut (None: 3 * max_turns)"),
+    )
 
     def __init__(self, max_turns: int = 16, max_steps: Optional[int] = None) -> None:
-        if not isinstance(max_turns, int) or max_turns < 2:
-            raise ValueError(f"max_turns must be an int >= 2, got {max_turns!r}.")
+        check_params(self, locals())
         super().__init__(
             ["player_0", "player_1"],
             mode="sequential",

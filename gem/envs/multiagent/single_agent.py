@@ -32,6 +32,8 @@ class SingleAgentView(Env):
         max_opponent_moves: a guard against opponents that never let the learner move.
     """
 
+    PARAMS = ()  # the game, players and their kwargs are the operator's
+
     def __init__(
         self,
         game: Union[str, MultiAgentEnv] = "multi:TicTacToe-v0",

@@ -14,8 +14,9 @@ import functools
 from typing import Any, Optional
 
 from gem.core import Agent
-from gem.envs.multiagent.base import MultiAgentEnv
+from gem.envs.multiagent.base import MultiAgentEnv, max_steps_param
 from gem.envs.multiagent.players import Player
+from gem.params import check_params
 from gem.utils.parsing import extract_last_boxed_answer, parse_int
 
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
@@ -43,8 +44,10 @@ class TicTacToeEnv(MultiAgentEnv):
 
     name = "Tic-Tac-Toe"
     deterministic = True  # no chance: the seed changes nothing
+    PARAMS = (max_steps_param(),)
 
     def __init__(self, max_steps: int = 30) -> None:
+        check_params(self, locals())
         super().__init__(["player_0", "player_1"], mode="sequential", max_steps=max_steps)
         self.board: list[str] = [EMPTY] * 9
 

@@ -17,8 +17,10 @@ import re
 from typing import Any, Optional, Sequence, Union
 
 from gem.core import Agent
+from gem.envs._math_qa_base import EVAL_PARAM
 from gem.envs.qa_env import QaEnv
 from gem.envs.qa_search.world import World, get_world, parse_question, read_fact
+from gem.params import Param, check_params
 
 PROMPT = (
     "Answer the question below. It is about a fictional world: the facts are not common knowledge and "
@@ -44,6 +46,18 @@ class FictionalSearchQAEnv(QaEnv):
     """
 
     _shared = ("_rows", "world")
+    PARAMS = (
+        Param("world_seed", int, "the seed the fictional world is generated from",
+              client={"min": 0, "max": 2**63 - 1}),
+        Param("num_people", int, "people in the world", min=2, client={"max": 1000}),
+        Param("num_towns", int, "towns in the world", min=1, client={"max": 200}),
+        Param("num_companies", int, "companies in the world", min=1, client={"max": 300}),
+        Param("hops", tuple, "question lengths to ask: documents a question chains (an int or a list)",
+              min=min(VALID_HOPS), max=max(VALID_HOPS), length=(1, len(VALID_HOPS))),
+        Param("num_questions", int, "questions in the set", min=1, client={"max": 5000}),
+        QaEnv.PARAMS[2],  # reward
+        EVAL_PARAM,
+    )
 
     def __init__(
         self,
@@ -57,13 +71,10 @@ class FictionalSearchQAEnv(QaEnv):
         eval: bool = False,  # noqa: A002  (QaEnv's name)
         prompt_template: Optional[str] = PROMPT,
     ) -> None:
-        hop_list = (hops,) if isinstance(hops, int) else tuple(hops)
+        hop_list = (hops,) if isinstance(hops, int) else tuple(hops) if isinstance(hops, (list, tuple)) else ()
         if not hop_list or any(h not in VALID_HOPS for h in hop_list):
             raise ValueError(f"hops must be chosen from {VALID_HOPS}, got {hops!r}.")
-        if isinstance(world_seed, bool) or not isinstance(world_seed, int):
-            raise ValueError(f"world_seed must be an integer, got {world_seed!r}.")
-        if isinstance(num_questions, bool) or not isinstance(num_questions, int) or num_questions < 1:
-            raise ValueError(f"num_questions must be a positive integer, got {num_questions!r}.")
+        check_params(self, locals())
         self.world: World = get_world(world_seed, num_people, num_towns, num_companies)
         self.world_seed, self.hops, self.num_questions = world_seed, hop_list, num_questions
         super().__init__(dataset_name="fictional-world", seed=world_seed, reward=reward, eval=eval,

@@ -11,6 +11,7 @@ resolved without breaking anything), else 0; ``info`` has the counts of each gro
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, Optional, Sequence, Union
 
@@ -38,6 +39,9 @@ class SweEnv(TerminalEnv):
     """
 
     family = "swe"
+
+    # TerminalEnv's params, which a client may not set here (a repository task's limits are the operator's)
+    PARAMS = tuple(dataclasses.replace(p, client=False) for p in TerminalEnv.PARAMS)
 
     def __init__(
         self,

@@ -31,6 +31,7 @@ from typing import Any, Optional, Sequence, Union
 from gem.core import Agent, Env
 from gem.envs.terminal.task import TerminalTask
 from gem.envs.terminal.verify import EXPORT_SOURCE, Verdict, verify_task
+from gem.params import Param, check_params
 from gem.tools.bash_tool import (
     BASH_SCHEMA,
     DEFAULT_MAX_OUTPUT,
@@ -95,6 +96,16 @@ class TerminalEnv(Env):
 
     family = "terminal"
 
+    PARAMS = (
+        Param("max_turns", int, "commands before the episode is cut (None: the task's own)", min=1, nullable=True,
+              client={"max": 500}),
+        Param("time_budget", float, "seconds of commands before the episode is cut (None: the task's own)",
+              min=0, min_exclusive=True, nullable=True, client={"min": 1.0, "max": 3600.0}),
+        Param("command_timeout", float, "seconds one command may run", min=0, min_exclusive=True,
+              client={"min": 0.1, "max": 120.0}),
+        Param("max_output", int, "bytes of a command's output shown", min=100, client={"max": 100_000}),
+    )
+
     def __init__(
         self,
         task: Union[str, TerminalTask, None] = None,
@@ -105,11 +116,8 @@ class TerminalEnv(Env):
         max_output: int = DEFAULT_MAX_OUTPUT,
         sandbox: Optional[Sandbox] = None,
     ) -> None:
+        check_params(self, locals())
         super().__init__()
-        if max_turns is not None and max_turns < 1:
-            raise ValueError(f"max_turns must be at least 1, got {max_turns!r}.")
-        if time_budget is not None and time_budget <= 0:
-            raise ValueError(f"time_budget must be positive, got {time_budget!r}.")
         self.pool = self._load_pool(tasks)
         self.fixed_task = self._pick_fixed(task)
         self.deterministic = self.fixed_task is not None or len(self.pool) == 1  # one task, whatever the seed

@@ -36,6 +36,7 @@ from gem.envs.webshop.pages import (
 )
 from gem.envs.webshop.products import SPLITS, Store, get_store
 from gem.errors import DependencyNotInstalled
+from gem.params import Param, check_params
 from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.text import preview
 
@@ -82,6 +83,19 @@ class WebshopEnv(Env):
         stop_when_error: GEM's older switch: end at the first error (``error_tolerance=0``).
     """
 
+    PARAMS = (
+        Param("observation_mode", str, "how pages are shown", choices=OBSERVATION_MODES),
+        Param("split", str, "which instructions episodes draw from", choices=SPLITS),
+        Param("max_turns", int, "actions before the episode is cut", min=1, client={"max": 200}),
+        Param("show_attrs", bool, "show each product's attributes"),
+        Param("error_tolerance", int, "invalid actions allowed before the episode ends", min=0,
+              client={"max": 200}),
+        Param("format_error_reward", float, "the reward of an action that cannot be read",
+              client={"min": -1.0, "max": 0.0}),
+        Param("stop_when_error", bool, "end the episode at the first invalid action (None: as error_tolerance says)",
+              nullable=True),
+    )
+
     def __init__(
         self,
         observation_mode: str = "text",
@@ -96,12 +110,7 @@ class WebshopEnv(Env):
         data_dir: Optional[str] = None,
         **_: Any,
     ) -> None:
-        if observation_mode not in OBSERVATION_MODES:
-            raise ValueError(f"Unknown observation_mode {observation_mode!r}; choose one of: {', '.join(OBSERVATION_MODES)}.")
-        if split not in SPLITS:
-            raise ValueError(f"Unknown split {split!r}; choose one of: {', '.join(SPLITS)}.")
-        if not isinstance(max_turns, int) or max_turns < 1:
-            raise ValueError(f"max_turns must be a positive int, got {max_turns!r}.")
+        check_params(self, locals())
         self.observation_mode = observation_mode
         self.split = split
         self.max_turns = max_turns

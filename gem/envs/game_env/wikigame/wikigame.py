@@ -23,6 +23,7 @@ from gem.envs.game_env.wikigame.dynamics import VARIANTS, WikiGameDynamics
 from gem.envs.game_env.wikigame.errors import BackendFailureException
 from gem.envs.game_env.wikigame.rewards import WikiGameReward
 from gem.envs.game_env.wikigame.wikipage import WikipediaPage
+from gem.params import Param, check_params
 from gem.utils.parsing import extract_last_boxed_answer
 
 PREV_PAGE = "<PREV_PAGE>"
@@ -53,6 +54,14 @@ class WikiGameEnv(Env):
     invalid_action_reward = WikiGameReward.invalid_action_reward
     format_error_reward = WikiGameReward.format_error_reward
 
+    PARAMS = (
+        Param("max_turns", int, "pages visited before the episode is cut", min=1, client={"max": 200}),
+        Param("backend", str, "where pages come from", choices=tuple(BACKENDS), client=False),
+        Param("variant", str, "the navigation rules", choices=tuple(VARIANTS)),
+        Param("shortest_path", tuple, "(min, max) clicks of the shortest path from start to target "
+              "(None: any); offline backend only", min=1, length=(2, 2), nullable=True, client={"max": 10}),
+    )
+
     def __init__(
         self,
         max_turns: int = 10,
@@ -63,8 +72,7 @@ class WikiGameEnv(Env):
         shortest_path: Optional[Union[tuple[int, int], list]] = None,
         **_: Any,
     ) -> None:
-        if not isinstance(max_turns, int) or max_turns < 1:
-            raise ValueError(f"max_turns must be a positive int, got {max_turns!r}.")
+        check_params(self, locals())
         if not (isinstance(page_summary_length, (tuple, list)) and len(page_summary_length) == 2
                 and isinstance(page_summary_length[0], int) and page_summary_length[0] >= 0):
             raise ValueError(f"page_summary_length must be (n >= 0, unit), got {page_summary_length!r}.")

@@ -35,6 +35,7 @@ from typing import Any, Callable, Optional
 from gem.core import Agent
 from gem.envs.multiagent.base import MultiAgentEnv
 from gem.envs.multiagent.customer_service.tools import STOP, TERMINATE_TOOLS, TOOL_SCHEMAS, TOOLS, invoke
+from gem.params import Param, check_params
 from gem.utils.parsing import function_call_from_json
 from gem.utils.text import preview
 
@@ -117,6 +118,15 @@ class CustomerServiceEnv(MultiAgentEnv):
 
     name = "customer_service"
 
+    PARAMS = (
+        Param("task_split", str, "which task set episodes draw from", choices=("train", "test", "dev")),
+        Param("task_index", int, "one task of the split (None: drawn per episode)", min=0, nullable=True,
+              client={"max": 10_000}),
+        Param("user_mode", str, "who plays the customer: a script or an LLM", choices=USER_MODES,
+              client={"choices": ("scripted",)}),
+        Param("max_steps", int, "moves before the episode is cut", min=1, client={"max": 500}),
+    )
+
     def __init__(
         self,
         task_split: str = "test",
@@ -128,13 +138,10 @@ class CustomerServiceEnv(MultiAgentEnv):
         user_api_key: Optional[str] = None,
         max_steps: int = DEFAULT_MAX_STEPS,
     ) -> None:
-        if user_mode not in USER_MODES:
-            raise ValueError(f"Unknown user_mode {user_mode!r}; choose one of: {', '.join(USER_MODES)}.")
-        if task_split not in ("train", "test", "dev"):
-            raise ValueError(f"Unknown task_split {task_split!r}; choose one of: train, test, dev.")
+        check_params(self, locals())
         super().__init__([USER, ASSISTANT], mode="sequential", max_steps=max_steps)
         if task_index is not None and not (isinstance(task_index, int) and 0 <= task_index < len(self.tasks)):
-            raise ValueError(f"task_index must be in 0..{len(self.tasks) - 1}, got {task_index!r}.")
+            raise ValueError(f"task_index={task_index!r} is past the {task_split!r} split: its tasks are 0..{len(self.tasks) - 1}.")
         self.task_split = task_split
         self.fixed_task = task_index
         self.user_mode = user_mode
