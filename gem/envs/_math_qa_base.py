@@ -120,7 +120,8 @@ class SingleTurnEnv(Env):
         return self._order[self._pos - 1]
 
     def step(self, action: str) -> StepResult:
-        self._check_step()
+        if self._needs_reset and (ended := self._step_without_episode()) is not None:
+            return ended
         text = action if isinstance(action, str) else str(action)
         answer = self._extract(text)
         if answer is None or not answer.strip():

@@ -342,6 +342,8 @@ class CodeEnv(SingleTurnEnv):
         return reward, correct, report
 
     def step(self, action: str):
+        if self._needs_reset and (ended := self._step_without_episode()) is not None:
+            return ended
         obs, reward, terminated, truncated, info = super().step(action)
         if "total" in info and info["correct"] is not None:
             if info["correct"]:
