@@ -52,7 +52,7 @@ import signal
 import threading
 from typing import Any
 
-from gem.envs._math_qa_base import SingleTurnEnv, rows_from
+from gem.envs.single_turn import SingleTurnEnv, rows_from
 from gem.utils.parsing import extract_code_from_model
 from gem.utils.sandbox import Sandbox, SandboxError, SandboxLimits, default_sandbox
 from gem.utils.text import preview

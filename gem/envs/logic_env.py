@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from gem.data.rule_reasoning import LABELS, MAX_DEPTH, make_item
-from gem.envs._math_qa_base import SingleTurnEnv
+from gem.envs.single_turn import SingleTurnEnv
 from gem.envs.qa_env import QaEnv
 from gem.utils.parsing import extract_last_boxed_answer
 from gem.utils.qa_em import em_check

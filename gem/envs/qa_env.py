@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from gem.envs._math_qa_base import SingleTurnEnv, rows_from
+from gem.envs.single_turn import SingleTurnEnv, rows_from
 from gem.utils.qa_em import em_check, extract_answer, f1_score
 
 QA_PROMPT = (

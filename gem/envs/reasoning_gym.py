@@ -30,7 +30,7 @@ from typing import Any, Optional
 
 import reasoning_gym
 
-from gem.envs._math_qa_base import SingleTurnEnv
+from gem.envs.single_turn import SingleTurnEnv
 from gem.errors import report_infra_failure
 from gem.utils.math_answers import hedged
 from gem.utils.parsing import extract_last_boxed_answer

@@ -85,7 +85,7 @@ def evaluate(
     """
     import gem
     from gem.rl.hf import HFPolicy
-    from gem.rl.rollout import collect_episodes
+    from gem.rl.collect import collect_episodes
 
     if batch < 1:
         raise ValueError(f"batch must be at least 1, got {batch!r}.")
