@@ -91,16 +91,19 @@ class GuessTheNumberEnv(Env):
                 terminated=True,
                 info=self._info(success=True),
             )
-        valid = self.min_number <= guess <= self.max_number and guess not in self.previous_guesses
+        previous = self.previous_guesses
         if not self.min_number <= guess <= self.max_number:
+            valid = False
             feedback = (
                 f"At turn {turn}, you guessed {guess}, which is outside the range "
                 f"{self.min_number} to {self.max_number}."
             )
-        elif guess in self.previous_guesses:
+        elif guess in previous:
+            valid = False
             feedback = f"At turn {turn}, you guessed {guess}, which you had already guessed."
         else:
-            self.previous_guesses.add(guess)
+            valid = True
+            previous.add(guess)
             hint = "lower" if guess > self.target else "higher"
             feedback = f"At turn {turn}, you guessed {guess}, and the target number is {hint} than {guess}."
         if turn >= self.max_turns:
