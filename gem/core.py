@@ -16,8 +16,7 @@ import random
 import warnings
 from typing import TYPE_CHECKING, Any, Iterator, Optional, SupportsFloat, TypeVar
 
-from gem.compat.step_guard import EpisodeOver as _EpisodeOver
-from gem.compat.step_guard import guard_subclass as _guard_subclass
+from gem.compat.step_guard import EpisodeOver as _EpisodeOver, guard_subclass as _guard_subclass
 from gem.errors import GemError, ResetNeeded, StepAfterEndWarning
 from gem.utils import constants
 from gem.utils.seeding import fresh_seed, make_np_rng
