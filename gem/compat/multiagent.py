@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Optional, Sequence
 
 from gem.core import Env
-from gem.envs.multiagent.base import ActionsNotADict, AgentSelector, MultiAgentEnv, MultiStepResult
+from gem.envs.multiagent.base import SIMULTANEOUS, ActionsNotADict, AgentSelector, MultiAgentEnv, MultiStepResult
 
 
 class OriginalMultiAgentEnv(MultiAgentEnv):
@@ -33,6 +33,16 @@ class OriginalMultiAgentEnv(MultiAgentEnv):
         self.possible_agents = agents
         self.agents = []
         self.agent_selector = AgentSelector(agents, mode) if given else None
+
+    @property
+    def mode(self) -> str:
+        """Without a selector every live agent acts each step (``"simultaneous"``)."""
+        return SIMULTANEOUS if self.agent_selector is None else self.agent_selector.mode
+
+    def active_agents(self) -> list[str]:
+        if self.agent_selector is None:
+            return list(self.agents)
+        return super().active_agents()
 
     def _process_actions(self, actions: dict[str, str]) -> MultiStepResult:
         """Play ``actions`` and return the five dicts of the step."""

@@ -255,11 +255,11 @@ class MultiAgentEnv(Env):
 
     @property
     def mode(self) -> str:
-        """``"sequential"`` or ``"simultaneous"`` (an original-style env without a selector)."""
-        return SIMULTANEOUS if self.agent_selector is None else self.agent_selector.mode
+        """``"sequential"`` or ``"simultaneous"``."""
+        return self.agent_selector.mode
 
     # ------------------------------------------------------------ subclass hooks
-    # observe is needed by both contracts; the others by one each (checked in __init__).
+    # observe is needed by both contracts (see gem.compat.multiagent); the others are checked in __init__.
     @abc.abstractmethod
     def observe(self, agent: str) -> str:
         """What ``agent`` sees of the game now (messages and turn prompts are added by the base)."""
@@ -512,8 +512,6 @@ class MultiAgentEnv(Env):
         """The agents that must act in the next step."""
         if not self.agents:
             return []
-        if self.agent_selector is None:
-            return list(self.agents)
         return self.agent_selector.get_active_agents()
 
     def sample_random_action(self, agent: Optional[str] = None) -> str:
