@@ -32,7 +32,7 @@ import subprocess  # noqa: E402
 import time  # noqa: E402
 from typing import Callable  # noqa: E402
 
-STDIO = {"command": sys.executable, "args": ["-m", "gem.tools.mcp_server"]}
+STDIO = {"command": sys.executable, "args": ["-m", "gem.services.mcp"]}
 ACTION = '<tool_call>{"name": "calculate", "arguments": {"expression": "(2 + 3) * 7"}}</tool_call>'
 
 
@@ -55,7 +55,7 @@ def start_http_server() -> tuple[subprocess.Popen, str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gem.tools.mcp_server", "--transport", "http", "--port", str(port)],
+        [sys.executable, "-m", "gem.services.mcp", "--transport", "http", "--port", str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     for _ in range(300):

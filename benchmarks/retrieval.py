@@ -35,11 +35,11 @@ from pathlib import Path
 import requests
 
 from gem.envs.qa_search.world import World
-from gem.tools.search_engine.corpus import write_corpus
-from gem.tools.search_engine.launch import start_server_process
-from gem.tools.search_engine.retrievers import DOCS_FILE, build_index, read_meta
+from gem.services.search.corpus import write_corpus
+from gem.services.search.launch import start_server_process
+from gem.services.search.retrievers import DOCS_FILE, build_index, read_meta
 
-SERVER = "gem.tools.search_engine.retrieval_server"
+SERVER = "gem.services.search.retrieval_server"
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -130,7 +130,7 @@ def main() -> None:
     if args.write_corpus:
         write_corpus(world_for(args.docs).documents(), args.write_corpus)
         print(f"wrote {args.docs} documents to {args.write_corpus}; build the dense index with\n"
-              f"  python -m gem.tools.search_engine.build_index --corpus_path {args.write_corpus} "
+              f"  python -m gem.services.search.build_index --corpus_path {args.write_corpus} "
               "--index_path DIR --backend dense")
         return
 
@@ -188,7 +188,7 @@ def main() -> None:
                 print('dense skipped: pip install -e ".[search]" in the GEM checkout')
             else:
                 if threads:
-                    from gem.tools.search_engine.retrievers import set_threads
+                    from gem.services.search.retrievers import set_threads
 
                     set_threads(threads)
                 n = min(args.dense_docs, len(docs))

@@ -326,7 +326,7 @@ def main() -> None:
     print(f"local reference episodes: {len(expected)} in {time.perf_counter() - start:.1f} s", flush=True)
     attack_seeds = lambda i: [s for r in range(1, total_rounds) for s in seeds_of[r](i)]  # noqa: E731
 
-    from gem.tools.search_engine.launch import free_port
+    from gem.services.search.launch import free_port
 
     port = free_port()
     ctx = mp.get_context("spawn")

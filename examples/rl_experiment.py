@@ -5,7 +5,7 @@ lower; reward 1 for a hit, 0 per hint or repeated/out-of-range guess, closeness 
 limit cuts the episode). The policy is an MLP over a featurized history (which numbers are still
 possible, which were guessed, the turn), choosing one of the 50 numbers; its choice is sent to the
 env as ``\\boxed{n}`` through a ``gem.make_vec`` vector env with the ``concat`` wrapper, collected with
-:func:`gem.rl.rollout.collect_episodes`. Each estimator of :mod:`gem.rl.estimators` is trained with
+:func:`gem.rl.collect.collect_episodes`. Each estimator of :mod:`gem.rl.estimators` is trained with
 the same budget, batch, optimizer and learning rate over several seeds; no per-method tuning.
 
     python examples/rl_experiment.py                 # writes runs/rl_experiment/rl_curves.png, rl_results.{md,json}
@@ -31,7 +31,7 @@ import torch
 
 import gem
 from gem.rl.losses import ppo_loss, reinforce_loss, value_loss
-from gem.rl.rollout import Generation, assign_advantages, collect_episodes, episode_stats
+from gem.rl.collect import Generation, assign_advantages, collect_episodes, episode_stats
 from gem.wrappers.wrapper_factory import get_wrapper_fns
 
 ALGOS = ("reinforce", "rebn", "grpo", "ppo")

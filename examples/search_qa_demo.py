@@ -5,7 +5,7 @@
 
 What happens:
 1. The env's fictional world is written as a JSONL corpus (one document per person, town, company).
-2. ``python -m gem.tools.search_engine.retrieval_server`` indexes it (BM25) on 127.0.0.1, a free port.
+2. ``python -m gem.services.search.retrieval_server`` indexes it (BM25) on 127.0.0.1, a free port.
 3. The env is wrapped with ``ToolEnvWrapper(env, tools=[SearchTool(search_url=...)])``.
 4. A scripted agent reads each question, searches each entity on the way, and answers.
 Swap the scripted agent for an LLM (gem.agents) to train or evaluate a real model on the same loop.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import gem
 from gem.envs.qa_search.env import FictionalSearchAgent
-from gem.tools.search_engine.launch import start_server_process
+from gem.services.search.launch import start_server_process
 from gem.tools.search_tool import SearchTool
 from gem.tools.tool_env_wrapper import ToolEnvWrapper
 
@@ -51,7 +51,7 @@ def main() -> None:
         corpus = env.unwrapped.write_corpus(Path(tmp) / "corpus.jsonl")
         server_args = ["--corpus_path", str(corpus), "--backend", args.backend]
         print(f"Starting the retrieval server over {corpus} ...")
-        with start_server_process("gem.tools.search_engine.retrieval_server", server_args) as server:
+        with start_server_process("gem.services.search.retrieval_server", server_args) as server:
             print(f"Server ready at {server.url}: {server.health()}")
             tool_env = ToolEnvWrapper(env, tools=[SearchTool(search_url=server.url, topk=3)])
             rewards = [run_episode(tool_env, seed) for seed in range(args.episodes)]

@@ -11,12 +11,12 @@ from __future__ import annotations
 import abc
 import contextlib
 import copy
-import functools
 import os
 import random
 import warnings
 from typing import Any, Callable, Iterator, Optional, Protocol, SupportsFloat, TypeVar
 
+from gem.compat.step_guard import EpisodeOver as _EpisodeOver, guard_subclass as _guard_subclass
 from gem.errors import GemError, ResetNeeded, StepAfterEndWarning
 from gem.utils import constants
 from gem.utils.seeding import fresh_seed, make_np_rng
@@ -57,10 +57,6 @@ def strict_step(strict: bool = True) -> Iterator[None]:
         set_strict_step(previous)
 
 
-class _EpisodeOver(ResetNeeded):
-    """Raised by ``_check_step`` after the end (lenient mode); the step guard turns it into a result."""
-
-
 # The reward levels every env holds (class defaults from gem.utils.constants, settable per
 # instance with Env.set_reward_levels and through any spec's kwargs).
 REWARD_LEVELS: tuple[str, ...] = (
@@ -70,55 +66,6 @@ REWARD_LEVELS: tuple[str, ...] = (
     "invalid_action_reward",
     "format_error_reward",
 )
-
-_FLAG_TYPES = frozenset(("bool", "bool_"))  # Python's and NumPy's booleans
-
-
-def _guard_step(step: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a subclass's ``step``: a step after the end returns the terminal result (or raises in
-    strict mode), and a step that ends the episode is remembered, so envs written the original GEM's
-    way (which never call ``_check_step``) get the same contract.
-
-    This runs on every step of every env, so the common path is kept to one attribute test before
-    the call and a tuple test after it.
-    """
-
-    @functools.wraps(step)
-    def guarded(self: "Env", *args: Any, **kwargs: Any) -> Any:
-        if self._needs_reset and self._episode_started:
-            try:
-                self._check_step()
-            except _EpisodeOver:
-                return self._episode_over_result()
-        try:
-            result = step(self, *args, **kwargs)
-        except _EpisodeOver:
-            return self._episode_over_result()
-        if type(result) is tuple and len(result) == 5 and (result[2] or result[3]) and not self._needs_reset:
-            # An end the env did not record itself (an env written the original GEM's way).
-            terminated, truncated = result[2], result[3]
-            if type(terminated).__name__ in _FLAG_TYPES and type(truncated).__name__ in _FLAG_TYPES:
-                self._needs_reset = True
-                self._end_flags = (bool(terminated), bool(truncated))
-        return result
-
-    guarded._gem_step_guard = True  # type: ignore[attr-defined]
-    return guarded
-
-
-def _guard_sample(sample: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap ``sample_random_action`` of an env with ``reset_before_first_step``: before any episode
-    it starts one, as the original GEM's games (reset in their constructor) had one to sample from."""
-
-    @functools.wraps(sample)
-    def guarded(self: "Env", *args: Any, **kwargs: Any) -> Any:
-        if not self._episode_started:
-            self.reset()
-        return sample(self, *args, **kwargs)
-
-    guarded._gem_sample_guard = True  # type: ignore[attr-defined]
-    return guarded
-
 
 class Env(abc.ABC):
     """Base class of every GEM environment.
@@ -131,8 +78,11 @@ class Env(abc.ABC):
     returns a terminal result (the end's ``terminated``/``truncated`` flags, reward 0, an
     observation saying to call ``reset()``), as the original GEM's code expects; in strict mode
     (:func:`set_strict_step`, ``GEM_STRICT_STEP=1`` or ``strict_step = True`` on the env) it raises
-    ``ResetNeeded`` instead. Subclasses get all of this by starting ``step`` with
-    ``self._check_step()`` and returning through ``self._result(...)``.
+    ``ResetNeeded`` instead. A subclass keeps this contract by starting ``step`` with
+    ``if self._needs_reset and (ended := self._step_without_episode()) is not None: return ended``
+    and ending episodes through ``self._result(...)``; its ``step`` then runs as written. The base
+    class wraps any other ``step`` once, when the class is created, to give it the same contract
+    (:mod:`gem.compat.step_guard`: envs written the original GEM's way).
 
     Attributes:
         spec: the :class:`~gem.envs.registration.EnvSpec` it was made from (``None`` if built
@@ -177,13 +127,7 @@ class Env(abc.ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        step = cls.__dict__.get("step")
-        if callable(step) and not getattr(step, "_gem_step_guard", False):
-            cls.step = _guard_step(step)  # type: ignore[method-assign]
-        sample = cls.__dict__.get("sample_random_action")
-        if cls.reset_before_first_step and callable(sample) and not getattr(sample, "_gem_sample_guard", False):
-            cls.sample_random_action = _guard_sample(sample)  # type: ignore[method-assign]
-
+        _guard_subclass(cls)  # a step that does not keep the step contract itself gets a wrapper
 
     # ----------------------------------------------------------------- the API
     @abc.abstractmethod
@@ -287,14 +231,30 @@ class Env(abc.ABC):
         self._seed_generators(seed)
 
     # ----------------------------------------------------------- episode state
-    def _check_step(self) -> None:
-        """Start of ``step``: pass while an episode runs.
+    def _step_without_episode(self) -> Optional[Any]:
+        """What ``step`` does when no episode runs; ``step`` starts with
+
+            if self._needs_reset and (ended := self._step_without_episode()) is not None:
+                return ended
 
         Before the first ``reset`` it raises :class:`ResetNeeded` (an env with
-        ``reset_before_first_step`` resets instead). After the episode ended it warns
-        once and makes ``step`` return :meth:`_episode_over_result` (strict mode: raises
-        ``ResetNeeded``).
+        ``reset_before_first_step`` resets instead and returns ``None``: the step goes on). After
+        the episode ended it warns once and returns :meth:`_episode_over_result` (strict mode:
+        raises ``ResetNeeded``). A ``step`` that starts this way and ends episodes through
+        :meth:`_result` keeps the contract itself, so the class runs it as written: the contract
+        costs it one attribute test per step.
         """
+        try:
+            self._check_step()
+        except _EpisodeOver:
+            return self._episode_over_result()
+        return None
+
+    def _check_step(self) -> None:
+        """The statement form of :meth:`_step_without_episode` (``self._check_step()`` at the start
+        of ``step``): after the end it warns once and raises an exception that the base class's
+        step wrapper turns into the terminal result. Such a ``step`` is wrapped; one that starts
+        with :meth:`_step_without_episode` is not."""
         if not self._needs_reset:
             return
         name = type(self).__name__
@@ -409,6 +369,8 @@ class EnvWrapper(Env):
     (never copied at construction, so they are never stale). Private names (``_x``) are not
     forwarded. ``unwrapped`` is the innermost env.
     """
+
+    _delegates_step = True  # the wrapped env keeps the step contract (gem.compat.step_guard)
 
     def __init__(self, env: Env) -> None:
         if not isinstance(env, Env):

@@ -82,6 +82,11 @@ LAYER_OF: dict[str, str] = {
     "gem/server/client.py": "http",
     "gem/tools/search_engine/": "services",
     "gem/tools/mcp_server/": "services",
+    "gem/services/": "services",
+    "gem/compat/": "base",  # the original GEM's names and tables (kwargs, grader names)
+    "gem/compat/step_guard.py": "core",  # Env's step wrapper for envs written the original's way
+    "gem/compat/multiagent.py": "envs",  # the original multi-agent subclass contract
+    "gem/compat/math_grader.py": "grading",  # the original grader names
     "gem/envs/": "envs",
     "gem/multiagent/": "envs",
     "gem/wrappers/": "wrappers",

@@ -19,7 +19,7 @@ from oat.interface import get_program, lp
 from oat.types import TransitionData
 
 import gem
-from gem.rl.rollout import Generation, assign_advantages, collect_episodes
+from gem.rl.collect import Generation, assign_advantages, collect_episodes
 from gem.wrappers.wrapper_factory import get_wrapper_fns
 
 

@@ -24,7 +24,7 @@ FORMATS = {"\\boxed{...}": ("\\boxed{", "}"), "<answer>...</answer>": ("<answer>
 def cannot_play(env: Any) -> Optional[str]:
     """Why :class:`GoldAgent` cannot play ``env`` (``None`` when it can): it needs a single-turn
     task env, which keeps an answer key."""
-    from gem.envs._math_qa_base import SingleTurnEnv
+    from gem.envs.single_turn import SingleTurnEnv
 
     inner = getattr(env, "unwrapped", env)
     if not isinstance(inner, SingleTurnEnv):

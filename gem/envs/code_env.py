@@ -52,7 +52,7 @@ import signal
 import threading
 from typing import Any
 
-from gem.envs._math_qa_base import EVAL_PARAM, SingleTurnEnv, rows_from
+from gem.envs.single_turn import EVAL_PARAM, SingleTurnEnv, rows_from
 from gem.params import Param, check_params
 from gem.utils.parsing import extract_code_from_model
 from gem.utils.sandbox import Sandbox, SandboxError, SandboxLimits, default_sandbox
@@ -347,6 +347,8 @@ class CodeEnv(SingleTurnEnv):
         return reward, correct, report
 
     def step(self, action: str):
+        if self._needs_reset and (ended := self._step_without_episode()) is not None:
+            return ended
         obs, reward, terminated, truncated, info = super().step(action)
         if "total" in info and info["correct"] is not None:
             if info["correct"]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from gem.data.rule_reasoning import LABELS, MAX_DEPTH, make_item
-from gem.envs._math_qa_base import EVAL_PARAM, SingleTurnEnv
+from gem.envs.single_turn import EVAL_PARAM, SingleTurnEnv
 from gem.envs.qa_env import QaEnv
 from gem.params import Param, check_params
 from gem.utils.parsing import extract_last_boxed_answer

@@ -2,7 +2,7 @@
 
 ``MathEnv`` serves one problem per episode from a dataset: a hub id (``axon-rl/GSM-8k``), a local
 file (``dataset_name="/path/to/file.jsonl"``) or a bundled name (``arithmetic``). Rewards (see
-:mod:`gem.envs._math_qa_base`): right 1, wrong 0, no complete ``\\boxed{}`` 0 (-0.1 with
+:mod:`gem.envs.single_turn`): right 1, wrong 0, no complete ``\\boxed{}`` 0 (-0.1 with
 ``use_format_error_reward=True``), not graded (the grader ran out of time or could not run) 0 with
 ``info["grading"]`` saying why; ``info["correct"]`` says which. The grading runs in
 :class:`~gem.utils.math_grader.MathGrader`'s worker processes, never in the caller's.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Optional
 
-from gem.envs._math_qa_base import EVAL_PARAM, SingleTurnEnv, rows_from
+from gem.envs.single_turn import EVAL_PARAM, SingleTurnEnv, rows_from
 from gem.params import Param, check_params
 from gem.utils.math_grader import DEFAULT_TIMEOUT_S, boxed_reward_fn, default_grader
 from gem.utils.parsing import extract_last_boxed_answer

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from gem.envs._math_qa_base import rows_from
+from gem.envs.single_turn import rows_from
 from gem.envs.math_env import MathEnv
 from gem.utils.math_grader import DEFAULT_TIMEOUT_S
 

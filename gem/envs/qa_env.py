@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from gem.envs._math_qa_base import EVAL_PARAM, SingleTurnEnv, rows_from
+from gem.envs.single_turn import EVAL_PARAM, SingleTurnEnv, rows_from
 from gem.params import Param, check_params
 from gem.utils.qa_em import em_check, extract_answer, f1_score
 

@@ -30,7 +30,7 @@ from typing import Any, Optional
 
 import reasoning_gym
 
-from gem.envs._math_qa_base import EVAL_PARAM, SingleTurnEnv
+from gem.envs.single_turn import EVAL_PARAM, SingleTurnEnv
 from gem.errors import report_infra_failure
 from gem.params import Param, check_params
 from gem.utils.math_answers import hedged

@@ -248,7 +248,8 @@ class GymnasiumTextEnv(Env):
         return self._text(observation), dict(info)
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        self._check_step()
+        if self._needs_reset and (ended := self._step_without_episode()) is not None:
+            return ended
         observation, reward, terminated, truncated, info = self.gym_env.step(action)
         info = dict(info)
         truncated = bool(info.pop(GEM_TRUNCATED_KEY, truncated))

@@ -4,7 +4,7 @@
   (ReBN), GRPO group normalization, GAE over turns with a turn-level value.
 * :mod:`gem.rl.losses` (torch, imported when used): REINFORCE and clipped PPO policy losses over token
   masks, and the value loss.
-* :mod:`gem.rl.rollout`: multi-turn episodes from a vector env, as per-turn transitions.
+* :mod:`gem.rl.collect`: multi-turn episodes from a vector env, as per-turn transitions (``gem.rl.rollout`` is its former path).
 * :mod:`gem.rl.models`: ``--model`` resolution; GGUF files become cached ``transformers`` checkpoints.
 * :mod:`gem.rl.sampling` (torch): ``model.generate`` and a static-KV-cache decoding loop.
 * :mod:`gem.rl.train` (``python -m gem.rl.train`` / ``gem train``): a small reference trainer.

@@ -84,7 +84,7 @@ def evaluate(
     when given, is called with the number of episodes finished so far.
     """
     from gem.rl.hf import HFPolicy
-    from gem.rl.rollout import collect_episodes
+    from gem.rl.collect import collect_episodes
     from gem.vector import make_vec
 
     if batch < 1:

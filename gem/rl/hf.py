@@ -14,7 +14,7 @@ import torch
 from gem.errors import ResourceUnavailable
 from gem.rl.losses import token_logprobs
 from gem.rl.models import resolve_model
-from gem.rl.rollout import Generation
+from gem.rl.collect import Generation
 from gem.rl.sampling import SAMPLERS, StaticSampler, sample_plain, sample_prefix
 
 logger = logging.getLogger(__name__)

@@ -328,7 +328,7 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
     torch = _import_torch()
 
     from gem.rl.hf import HFPolicy, load_model_and_tokenizer
-    from gem.rl.rollout import assign_advantages, collect_episodes, episode_stats
+    from gem.rl.collect import assign_advantages, collect_episodes, episode_stats
 
     _validate(args)
     out = Path(args.output_dir)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gem.errors import DependencyNotInstalled
-from gem.rl.rollout import Generation
+from gem.rl.collect import Generation
 
 
 def vllm_available() -> bool:

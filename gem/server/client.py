@@ -157,7 +157,8 @@ class RemoteEnv(Env):
         return reply["observation"], reply["info"]
 
     def step(self, action: str) -> StepResult:
-        self._check_step()
+        if self._needs_reset and (ended := self._step_without_episode()) is not None:
+            return ended
         reply = self._request("step", {"action": action})
         return self._result(reply["observation"], reply["reward"], reply["terminated"], reply["truncated"], reply["info"])
 

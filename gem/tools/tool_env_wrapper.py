@@ -239,7 +239,8 @@ class ToolEnvWrapper(EnvWrapper):
         flag printed it.
         """
         with self._lock:
-            self._check_step()
+            if self._needs_reset and (ended := self._step_without_episode()) is not None:
+                return ended
             self.turn_counter += 1
             capped = self.max_tool_uses is not None and self.tool_use_counter >= self.max_tool_uses
             call = read_function_call(action)  # the one parse of the action's function call

@@ -109,8 +109,8 @@ class PuzzleEnv(Env, abc.ABC, Generic[MoveT]):
         return observation, {"suffix": suffix}
 
     def step(self, action: str) -> StepResult:
-        if self._needs_reset:
-            self._check_step()
+        if self._needs_reset and (ended := self._step_without_episode()) is not None:
+            return ended
         turn = self.turn_count = self.turn_count + 1
         answer = extract_last_boxed_answer(action)
         try:

@@ -76,8 +76,8 @@ class GuessTheNumberEnv(Env):
         return self._instructions(), {"suffix": first_request(self.get_task_suffix())}
 
     def step(self, action: str) -> StepResult:
-        if self._needs_reset:
-            self._check_step()
+        if self._needs_reset and (ended := self._step_without_episode()) is not None:
+            return ended
         self.turn_count += 1
         turn = self.turn_count
         guess = parse_int(extract_last_boxed_answer(action))
@@ -96,16 +96,19 @@ class GuessTheNumberEnv(Env):
                 terminated=True,
                 info=self._info(success=True),
             )
-        valid = self.min_number <= guess <= self.max_number and guess not in self.previous_guesses
+        previous = self.previous_guesses
         if not self.min_number <= guess <= self.max_number:
+            valid = False
             feedback = (
                 f"At turn {turn}, you guessed {guess}, which is outside the range "
                 f"{self.min_number} to {self.max_number}."
             )
-        elif guess in self.previous_guesses:
+        elif guess in previous:
+            valid = False
             feedback = f"At turn {turn}, you guessed {guess}, which you had already guessed."
         else:
-            self.previous_guesses.add(guess)
+            valid = True
+            previous.add(guess)
             hint = "lower" if guess > self.target else "higher"
             feedback = f"At turn {turn}, you guessed {guess}, and the target number is {hint} than {guess}."
         if turn >= self.max_turns:

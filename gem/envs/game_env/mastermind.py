@@ -111,8 +111,8 @@ class MastermindEnv(Env):
         return self._instructions(), {"suffix": first_request(self.get_task_suffix())}
 
     def step(self, action: str) -> StepResult:
-        if self._needs_reset:
-            self._check_step()
+        if self._needs_reset and (ended := self._step_without_episode()) is not None:
+            return ended
         turn = self.turn_count = self.turn_count + 1
         guess = self._parse(action)
         if guess is None:

@@ -95,8 +95,8 @@ class MinesweeperEnv(Env):
         return self._instructions() + "\n\n" + self.render(), {"suffix": first_request(self.get_task_suffix())}
 
     def step(self, action: str) -> StepResult:
-        if self._needs_reset:
-            self._check_step()
+        if self._needs_reset and (ended := self._step_without_episode()) is not None:
+            return ended
         turn = self.turn_count = self.turn_count + 1
         move = self._parse(action)
         if move is None:

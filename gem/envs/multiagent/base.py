@@ -41,13 +41,17 @@ import abc
 import random
 import re
 from collections.abc import Mapping
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from gem.core import EPISODE_OVER_OBSERVATION, Agent, Env
 from gem.errors import GemError
 from gem.params import Param
 from gem.utils import constants
 from gem.utils.text import preview
+
+# Set by gem.compat.multiagent (which this package imports after this module): it moves a class
+# written to the original GEM's subclass contract onto that contract's base class.
+adopt_original_contract: Callable[[type], None] = lambda cls: None
 
 SEQUENTIAL = "sequential"
 SIMULTANEOUS = "simultaneous"
@@ -227,14 +231,9 @@ class MultiAgentEnv(Env):
       for scripted players), ``action_prompt(agent)``, ``_forfeit_rewards``, ``_truncation_rewards``
       and ``make_scripted_player(agent)``.
 
-    The original GEM's contract works too: a subclass that calls ``super().__init__()``, sets
-    ``self.possible_agents`` (and, for turns, ``self.agent_selector = AgentSelector(agents)``;
-    without one every live agent acts each step) and implements ``observe(agent)`` and
-    ``_process_actions(actions) -> (observations, rewards, terminations, truncations, infos)``.
-    Then ``reset`` returns ``{agent: observe(agent)}`` and empty infos; ``step`` raises
-    ``ValueError`` for a missing action of an acting agent or an action of one that is not acting
-    (as the original), calls ``_process_actions``, adds the rewards to ``_cumulative_rewards``,
-    removes the agents whose ``self.terminations``/``self.truncations`` are set and passes the turn.
+    A subclass that implements ``_process_actions`` instead is written the original GEM's way and
+    runs on :class:`gem.compat.multiagent.OriginalMultiAgentEnv` (set as its base when the class
+    is created).
     """
 
     name: str = "game"
@@ -248,27 +247,7 @@ class MultiAgentEnv(Env):
         agents = list(
             possible_agents if possible_agents is not None else getattr(self, "possible_agents", [])
         )
-        self._original_contract = _overrides(type(self), "_process_actions")
-        if self._original_contract:
-            # The original GEM's subclasses set possible_agents (and the selector) after this call.
-            self.possible_agents: list[str] = agents
-            self.agents: list[str] = []
-            self.agent_selector: Optional[AgentSelector] = (
-                AgentSelector(agents, mode) if possible_agents is not None else None
-            )
-        else:
-            missing = [h for h in _NATIVE_HOOKS if not _overrides(type(self), h)]
-            if missing:
-                raise TypeError(
-                    f"Can't instantiate {type(self).__name__}: implement {', '.join(missing)} "
-                    "(or, the original GEM's way, observe and _process_actions)."
-                )
-            valid = all(isinstance(a, str) and a for a in agents)
-            if not agents or len(set(agents)) != len(agents) or not valid:
-                raise ValueError(f"possible_agents must be unique non-empty strings, got {agents!r}.")
-            self.possible_agents = agents
-            self.agents = []
-            self.agent_selector = AgentSelector(agents, mode)
+        self._set_agents(agents, mode, possible_agents is not None)
         if not isinstance(max_steps, int) or max_steps < 1:
             raise ValueError(f"max_steps must be a positive int, got {max_steps!r}.")
         self.max_steps = max_steps
@@ -286,13 +265,33 @@ class MultiAgentEnv(Env):
         self._keep_turn = False
         self._turn_to: Optional[str] = None
 
+    def _set_agents(self, agents: list[str], mode: str, given: bool) -> None:
+        """Check the subclass's hooks and the agent ids; set ``possible_agents`` and the selector."""
+        missing = [h for h in _NATIVE_HOOKS if not _overrides(type(self), h)]
+        if missing:
+            raise TypeError(
+                f"Can't instantiate {type(self).__name__}: implement {', '.join(missing)} "
+                "(or, the original GEM's way, observe and _process_actions)."
+            )
+        valid = all(isinstance(a, str) and a for a in agents)
+        if not agents or len(set(agents)) != len(agents) or not valid:
+            raise ValueError(f"possible_agents must be unique non-empty strings, got {agents!r}.")
+        self.possible_agents = agents
+        self.agents = []
+        self.agent_selector = AgentSelector(agents, mode)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if hasattr(cls, "_process_actions") and not getattr(cls, "_original_contract", False):
+            adopt_original_contract(cls)
+
     @property
     def mode(self) -> str:
-        """``"sequential"`` or ``"simultaneous"`` (an original-style env without a selector)."""
-        return SIMULTANEOUS if self.agent_selector is None else self.agent_selector.mode
+        """``"sequential"`` or ``"simultaneous"``."""
+        return self.agent_selector.mode
 
     # ------------------------------------------------------------ subclass hooks
-    # observe is needed by both contracts; the others by one each (checked in __init__).
+    # observe is needed by both contracts (see gem.compat.multiagent); the others are checked in __init__.
     @abc.abstractmethod
     def observe(self, agent: str) -> str:
         """What ``agent`` sees of the game now (messages and turn prompts are added by the base)."""
@@ -311,10 +310,6 @@ class MultiAgentEnv(Env):
 
     def legal_actions(self, agent: str) -> list[str]:
         """Well-formed, legal action strings for ``agent`` now (empty when it is not acting)."""
-        raise NotImplementedError
-
-    def _process_actions(self, actions: dict[str, str]) -> MultiStepResult:
-        """The original GEM's hook: play ``actions`` and return the five dicts of the step."""
         raise NotImplementedError
 
     def view(self, agent: str) -> dict[str, Any]:
@@ -404,8 +399,6 @@ class MultiAgentEnv(Env):
     ) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:  # type: ignore[override]
         """Start a game; returns ``(observations, infos)`` keyed by agent."""
         super().reset(seed)
-        if self._original_contract:
-            return self._reset_original()
         self.agents = list(self.possible_agents)
         self.agent_selector.reinit(self.agents)
         self.terminations = {a: False for a in self.agents}
@@ -426,9 +419,8 @@ class MultiAgentEnv(Env):
 
     def step(self, actions: Mapping[str, Any]) -> MultiStepResult:  # type: ignore[override]
         """Apply ``{agent: action}`` for the acting agents; returns five dicts keyed by agent."""
-        if self._original_contract:
-            return self._step_original(actions)
-        self._check_step()
+        if self._needs_reset and (ended := self._step_without_episode()) is not None:
+            return ended
         if not isinstance(actions, Mapping):
             raise ActionsNotADict(
                 f"{type(self).__name__}.step() takes a dict {{agent: action}}, got {type(actions).__name__}; "
@@ -550,8 +542,6 @@ class MultiAgentEnv(Env):
         """The agents that must act in the next step."""
         if not self.agents:
             return []
-        if self.agent_selector is None:
-            return list(self.agents)
         return self.agent_selector.get_active_agents()
 
     def sample_random_action(self, agent: Optional[str] = None) -> str:
@@ -594,20 +584,12 @@ class MultiAgentEnv(Env):
         for who in (from_agent, to_agent):
             if who not in self.agents:
                 raise ValueError(f"{who!r} is not a live agent; live agents: {self.agents}.")
-        if self._original_contract:
-            self.shared_memory.append({"from": from_agent, "to": to_agent, "message": message})
-            return
         self._deliver(from_agent, to_agent, message)
 
     def broadcast_message(self, from_agent: str, message: str) -> None:
         """Deliver ``message`` from ``from_agent`` to every other live agent."""
         if from_agent not in self.agents:
             raise ValueError(f"{from_agent!r} is not a live agent; live agents: {self.agents}.")
-        if self._original_contract:
-            for agent in self.agents:
-                if agent != from_agent:
-                    self.shared_memory.append({"from": from_agent, "to": agent, "message": message})
-            return
         self._deliver(from_agent, None, message)
 
     # ---------------------------------------------------------- observations
@@ -648,14 +630,9 @@ class MultiAgentEnv(Env):
             return super().get_state()
         if agent not in self.agents:
             raise ValueError(f"{agent!r} is not a live agent; live agents: {self.agents}.")
-        if self._original_contract:
-            return (
-                self.observe(agent),
-                self._cumulative_rewards.get(agent, 0.0),
-                self.terminations.get(agent, False),
-                self.truncations.get(agent, False),
-                self.infos.get(agent, {}),
-            )
+        return self._agent_state(agent)
+
+    def _agent_state(self, agent: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         return (
             self._observation(agent),
             self._cumulative_rewards.get(agent, 0.0),
@@ -672,7 +649,7 @@ class MultiAgentEnv(Env):
         """A new agent joins mid-game (games that allow it)."""
         if agent_id in self.agents:
             return
-        if agent_id not in self.possible_agents and not self._original_contract:
+        if agent_id not in self.possible_agents:
             self.possible_agents.append(agent_id)
         self.agents.append(agent_id)
         if self.agent_selector is not None:
@@ -688,64 +665,12 @@ class MultiAgentEnv(Env):
             return
         self.agents.remove(agent_id)
         selector = self.agent_selector
-        had_turn = selector is not None and selector.selected == agent_id
-        if selector is not None:
-            selector.remove_agent(agent_id)
-        if had_turn and not self._original_contract and self.mode == SEQUENTIAL:
-            selector.next()  # type: ignore[union-attr]  # the turn passes to the agent after it
-        if self._original_contract:  # the original forgets the agent's entries
-            tables = (self.terminations, self.truncations, self.rewards, self.infos, self._cumulative_rewards)
-            for table in tables:
-                table.pop(agent_id, None)
-        elif not self.agents:
+        had_turn = selector.selected == agent_id
+        selector.remove_agent(agent_id)
+        if had_turn and self.mode == SEQUENTIAL:
+            selector.next()  # the turn passes to the agent after it
+        if not self.agents:
             self._needs_reset = True
-
-    # ------------------------------------------------- the original GEM's contract
-    def _reset_original(self) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
-        self.agents = list(self.possible_agents)
-        self.terminations = {a: False for a in self.agents}
-        self.truncations = {a: False for a in self.agents}
-        self.rewards = {a: 0.0 for a in self.agents}
-        self.infos = {a: {} for a in self.agents}
-        self._cumulative_rewards = {a: 0.0 for a in self.agents}
-        self.shared_memory = []
-        self.global_context = ""
-        if self.agent_selector is not None:
-            self.agent_selector.reinit(self.agents)
-        return {a: self.observe(a) for a in self.agents}, {a: {} for a in self.agents}
-
-    def _step_original(self, actions: Any) -> MultiStepResult:
-        if not isinstance(actions, Mapping):
-            raise ActionsNotADict(f"Actions must be a dict {{agent: action}}, got {type(actions).__name__}.")
-        self._validate_actions(actions, self.active_agents())
-        observations, rewards, terminations, truncations, infos = self._process_actions(dict(actions))
-        for agent in self.agents:
-            if agent in rewards:
-                self._cumulative_rewards[agent] = self._cumulative_rewards.get(agent, 0.0) + rewards[agent]
-        self._remove_dead_agents()
-        if self.agent_selector is not None:
-            self.agent_selector.next()
-        return observations, rewards, terminations, truncations, infos
-
-    def _validate_actions(
-        self, actions: Mapping[str, Any], active_agents: Optional[Sequence[str]] = None
-    ) -> None:
-        """Raise ``ValueError`` when an acting agent (still playing) has no action, or an agent that
-        is not acting sent one (the original GEM's check)."""
-        active = self.active_agents() if active_agents is None else list(active_agents)
-        for agent in active:
-            if self.terminations.get(agent, True) or self.truncations.get(agent, True):
-                continue
-            if agent not in actions:
-                raise ValueError(f"Missing action for active agent {agent}; acting agents: {active}.")
-        for agent in actions:
-            if agent not in active:
-                raise ValueError(f"Agent {agent} provided action but is not active; acting agents: {active}.")
-
-    def _remove_dead_agents(self) -> None:
-        """Remove every agent whose ``terminations``/``truncations`` entry is set."""
-        for agent in [a for a in self.agents if self.terminations.get(a) or self.truncations.get(a)]:
-            self.remove_agent(agent)
 
     def make_solver(self) -> "Agent":
         raise NotImplementedError(

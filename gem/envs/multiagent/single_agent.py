@@ -100,7 +100,8 @@ class SingleAgentView(Env):
         return self._obs[self.learner], self._learner_info()
 
     def step(self, action: str) -> StepResult:
-        self._check_step()
+        if self._needs_reset and (ended := self._step_without_episode()) is not None:
+            return ended
         reward = self._play_until_learner(action)
         ended = self.learner not in self.game.agents
         terminated = ended and bool(self.game.terminations.get(self.learner))

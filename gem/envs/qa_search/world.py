@@ -188,7 +188,7 @@ class World:
 
     def write_corpus(self, path: Union[str, Path]) -> Path:
         """Write the documents as a JSONL corpus for ``build_index``/``retrieval_server``."""
-        from gem.tools.search_engine.corpus import write_corpus
+        from gem.services.search.corpus import write_corpus
 
         write_corpus(self.documents(), path)
         return Path(path)

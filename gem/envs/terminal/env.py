@@ -237,7 +237,8 @@ class TerminalEnv(Env):
         return f"[turns left: {max(0, self.max_turns - self.turns)} | time left: {self._time_left_text()}]"
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        self._check_step()
+        if self._needs_reset and (ended := self._step_without_episode()) is not None:
+            return ended
         if not isinstance(action, str):
             action = str(action)
         self.turns += 1

@@ -53,7 +53,7 @@ class Store:
     @property
     def retriever(self) -> Any:
         if self._retriever is None:
-            from gem.tools.search_engine.retrievers import BM25Retriever
+            from gem.services.search.retrievers import BM25Retriever
 
             docs = [{"title": p["name"], "text": searchable(p)} for p in self.products]
             self._retriever = BM25Retriever(docs)

@@ -168,7 +168,8 @@ class WebshopEnv(Env):
         return observation, self._info()
 
     def step(self, action: str) -> StepResult:
-        self._check_step()
+        if self._needs_reset and (ended := self._step_without_episode()) is not None:
+            return ended
         self.turn_count += 1
         name, arg = parse_action(action)
         clickables = self.clickables()

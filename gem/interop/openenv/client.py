@@ -194,7 +194,8 @@ class OpenEnvEnv(Env):
         return self.observation_fn(observation), info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        self._check_step()
+        if self._needs_reset and (ended := self._step_without_episode()) is not None:
+            return ended
         result = self._send({"type": "step", "data": self.action_fn(action)})
         observation = result.get("observation") or {}
         info = dict(observation.get("metadata") or {})

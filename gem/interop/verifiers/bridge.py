@@ -230,7 +230,8 @@ class VerifiersEnv(Env):
         return self._env_cls(config)
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        self._check_step()
+        if self._needs_reset and (ended := self._step_without_episode()) is not None:
+            return ended
         if not self.multi_turn:
             return self._score_single_turn(action)
         assert self._game is not None

@@ -1,14 +1,6 @@
-"""A small MCP server shipped with GEM: a calculator, a key-value notebook and a clock.
+"""The former path of :mod:`gem.services.mcp` (the bundled MCP server);
+``python -m gem.tools.mcp_server`` still runs it."""
 
-It exists so that :class:`gem.tools.mcp_tool.MCPTool` can be used, tested and benchmarked offline.
-Run it over stdio or streamable HTTP::
-
-    python -m gem.tools.mcp_server --transport stdio
-    python -m gem.tools.mcp_server --transport http --host 127.0.0.1 --port 8765   # at /mcp
-
-``build_server()`` returns the server object (needs the ``mcp`` extra).
-"""
-
-from gem.tools.mcp_server.server import build_server, main
+from gem.services.mcp import build_server, main
 
 __all__ = ["build_server", "main"]

@@ -1,6 +1,6 @@
-"""``python -m gem.tools.mcp_server --transport stdio|http --port N``."""
+"""``python -m gem.tools.mcp_server``: the former path of ``python -m gem.services.mcp``."""
 
-from gem.tools.mcp_server.server import main
+from gem.services.mcp.server import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

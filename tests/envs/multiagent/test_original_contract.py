@@ -133,3 +133,16 @@ def test_incomplete_subclasses_cannot_be_instantiated():
 
     with pytest.raises(TypeError):
         NoObserve()
+
+
+def test_the_original_contract_lives_in_gem_compat_and_native_games_do_not_carry_it():
+    from gem.compat.multiagent import OriginalMultiAgentEnv
+    from gem.envs.multiagent.tictactoe import TicTacToeEnv
+
+    assert OriginalMultiAgentEnv in make_turn_game("gem.multiagent").__mro__
+    assert OriginalMultiAgentEnv in AllAtOnce.__mro__
+    assert OriginalMultiAgentEnv not in TicTacToeEnv.__mro__
+    assert not hasattr(TicTacToeEnv, "_process_actions")
+    env = AllAtOnce()
+    env.reset(seed=0)
+    assert env.mode == "simultaneous" and env.active_agents() == ["a", "b"]

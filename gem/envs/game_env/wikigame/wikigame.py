@@ -201,7 +201,8 @@ class WikiGameEnv(Env):
                 "turn": self.turn_count, "path": [p.title for p in self.page_history]}
 
     def step(self, action: str) -> StepResult:
-        self._check_step()
+        if self._needs_reset and (ended := self._step_without_episode()) is not None:
+            return ended
         self.turn_count += 1
         title = extract_last_boxed_answer(action) if isinstance(action, str) else None
         if not title or len(title) > MAX_TITLE_CHARS:

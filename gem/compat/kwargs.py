@@ -1,0 +1,56 @@
+"""The constructor kwargs of the original GEM's envs, which ``gem.make`` accepts for every env.
+
+``gem.envs.registration`` re-exports both names.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterable
+
+logger = logging.getLogger("gem.envs.registration")  # where gem.make's messages have always come from
+
+# Constructor kwargs of the original GEM's envs (gem-llm 0.1.0 and its main branch), by class.
+# Those classes also took any other kwarg and ignored it (``**_``), and code written for them relies
+# on that: ``make_vec`` hands the same ``**kwargs`` to every id, and a seed or ``use_mp`` goes to
+# games. ``make`` therefore accepts every name below for every env: an env that has no use for it
+# ignores it (logged once per env class, see docs/compat.md). Any other unknown name is an error
+# that suggests the closest accepted kwarg.
+ORIGINAL_ENV_KWARGS: dict[str, tuple[str, ...]] = {
+    "GuessTheNumberEnv": ("min_number", "max_number", "max_turns"),
+    "MastermindEnv": ("code_length", "num_numbers", "duplicate_numbers", "max_turns"),
+    "MinesweeperEnv": ("rows", "cols", "num_mines", "max_turns"),
+    "WordleEnv": ("word_length", "only_real_words", "max_turns"),
+    "HangmanEnv": ("word_length", "hardcore", "max_turns"),
+    "WordSearchEnv": ("hardcore", "max_turns", "num_words"),
+    "CrosswordsEnv": ("hardcore", "max_turns", "num_words"),
+    "FifteenPuzzleEnv": ("max_turns", "num_rows"),
+    "SudokuEnv": ("clues", "max_turns", "scale"),
+    "TowerofHanoiEnv": ("num_disks", "max_turns"),
+    "Game2048Env": ("target_tile", "max_turns", "board_size"),
+    "SokobanEnv": ("dim_room", "room_size", "max_turns", "num_boxes"),
+    "MathEnv": ("dataset_name", "split", "dataset", "question_key", "answer_key", "seed", "use_mp", "eval"),
+    "MathVisualEnv": ("dataset_name", "split", "dataset", "image_key", "question_key", "answer_key", "seed",
+                      "use_mp", "eval"),
+    "CodeEnv": ("dataset_name", "split", "dataset", "question_key", "test_key", "seed", "max_workers",
+                "max_tests", "verbose", "sandbox_type"),
+    "QaEnv": ("dataset_name", "split", "dataset", "question_key", "answer_key", "seed", "extract_boxed",
+              "load_from_cache_file"),
+    "ReasoningGymEnv": ("name", "size", "seed"),
+    "MCPMarkEnv": ("mcp_service", "tasks", "seed"),
+}
+ORIGINAL_KWARG_NAMES: frozenset[str] = frozenset(n for names in ORIGINAL_ENV_KWARGS.values() for n in names)
+
+_ignored_logged: set[tuple[Any, str]] = set()
+
+
+def note_ignored_kwargs(env_id: str, factory: Any, names: Iterable[str]) -> None:
+    """Log once per env class and name that ``gem.make`` dropped an original GEM kwarg it has no use for."""
+    for name in names:
+        key = (factory, name)
+        if key not in _ignored_logged:
+            _ignored_logged.add(key)
+            logger.warning(
+                "%s ignores %s=...: the original GEM accepted it (for other envs, or without using it); "
+                "it has no effect here.", env_id, name,
+            )
