@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from gem.tools.search_engine.launch import free_port
+from gem.services.search.launch import free_port
 
 MODEL_NAME = "SmolLM2-135M-Instruct"
 # SmolLM2 was trained with 8k tokens of context; 4096 holds a few turns of short answers with a
