@@ -6,7 +6,7 @@ over stdio (the tool starts the server as a child process) or streamable HTTP (a
 **Configuration** (``config``):
 
 * a URL string: ``"http://127.0.0.1:8765/mcp"`` (streamable HTTP);
-* one server as a dict: ``{"command": "python", "args": ["-m", "gem.tools.mcp_server"]}`` (stdio) or
+* one server as a dict: ``{"command": "python", "args": ["-m", "gem.services.mcp"]}`` (stdio) or
   ``{"url": "http://...", "headers": {...}}`` (HTTP); ``"transport"`` may be given explicitly
   (``"stdio"``, ``"http"`` or ``"streamable-http"``), otherwise ``command`` means stdio and ``url`` HTTP;
 * several servers in the common ``{"mcpServers": {"name": {...}, ...}}`` format. With more than one

@@ -1,6 +1,6 @@
 """``SearchTool``: lets the agent search with ``<search>query</search>``.
 
-The tool posts the query to a search server (``gem.tools.search_engine``: a local corpus, SerpAPI
+The tool posts the query to a search server (``gem.services.search``: a local corpus, SerpAPI
 or Google, or the original GEM's mosec servers) and shows the documents as ``Doc 1(Title: ...)``
 lines: as they are by default, as the original GEM's main branch does, or inside
 ``<information>...</information>`` with ``wrap_observation=True``, as gem-llm 0.1.0 did. The
