@@ -619,12 +619,23 @@ def test_a_session_with_a_freezer_is_frozen_by_its_caller():
                 "threading.Thread(target=tick, daemon=True).start()\ntime.sleep(0.05)\nprint(len(ticks) > 0)"
             )
             assert r.stdout == "True\n", r.stderr
-            assert s._freezer is not None and s._freezer.frozen
+            assert s._freezer is not None and s._freezer.frozen  # a thread besides the kernel: frozen
             ended = time.monotonic()
             time.sleep(0.5)
             began = time.monotonic()
             r = s.run(f"print(len([t for t in ticks if {ended + 0.05} < t < {began - 0.05}]))")
             assert r.stdout == "0\n", r.stdout + r.stderr
+        with box.session() as s:
+            # The kernel alone: stopped (SIGSTOP from outside its PID namespace), not frozen (a cell
+            # that forges its end and computes on: tests/security/test_sandbox_redteam.py).
+            assert s.run("x = 1").ok
+            assert s._freezer is not None and s._freezer.stopped and not s._freezer.frozen
+            stat = open(f"/proc/{s._freezer.pid}/stat").read().rsplit(")", 1)[1].split()
+            cpu = int(stat[11]) + int(stat[12])
+            time.sleep(0.5)
+            stat = open(f"/proc/{s._freezer.pid}/stat").read().rsplit(")", 1)[1].split()
+            assert stat[0] == "T" and int(stat[11]) + int(stat[12]) == cpu  # no CPU between cells
+            assert s.run("print(1)").stdout == "1\n"
     finally:
         box.close()
 
