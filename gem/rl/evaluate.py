@@ -178,8 +178,9 @@ def plot_record(record: dict[str, Any], path: str | Path) -> Path:
 
 def render_markdown(records: Sequence[dict[str, Any]]) -> str:
     """The docs table of learning runs, exactly as recorded (rates to 3 decimals)."""
-    lines = ["| env | algo | steps | training minutes (whole command) | held-out before | held-out after | after - before | clear (> 2.5 se) |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| record | env | algo | steps | training minutes (whole command) | held-out before | held-out after "
+             "| after - before | clear (> 2.5 se) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in records:
         key = metric(r["before"])
         imp = improvement(r["before"], r["after"])
@@ -190,7 +191,7 @@ def render_markdown(records: Sequence[dict[str, Any]]) -> str:
             seconds = sum(row.get("seconds", 0.0) for row in r["curve"])
         minutes = seconds / 60
         lines.append(
-            f"| `{r['env']}` | {algo} | {r['steps']} | {minutes:.1f} ({r['seconds'] / 60:.1f}) "
+            f"| `{r.get('name', '')}` | `{r['env']}` | {algo} | {r['steps']} | {minutes:.1f} ({r['seconds'] / 60:.1f}) "
             f"| {b[key]:.3f} ± {b['se']:.3f} (n={b['n']}) | {a[key]:.3f} ± {a['se']:.3f} (n={a['n']}) "
             f"| {imp['diff']:+.3f} ± {imp['se']:.3f} | {'yes' if imp['clear'] else 'no'} |"
         )
