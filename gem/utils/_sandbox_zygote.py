@@ -122,6 +122,22 @@ CPU_CHECK_S = 0.05  # how often a session's cell's CPU time is checked where its
 _CAP_SYS_RESOURCE = 24
 
 
+def spin_until(done: typing.Callable[[], bool], wait: float) -> bool:
+    """Wait up to ``wait`` seconds for ``done()`` (a task entering the freezer or a stop: it takes
+    a moment, usually a few yields, so yield first, then sleep briefly); whether it came true."""
+    end = time.monotonic() + wait
+    spins = 0
+    while not done():
+        if time.monotonic() > end:
+            return False
+        spins += 1
+        if spins < 100:
+            os.sched_yield()
+        else:
+            time.sleep(0.0002)
+    return True
+
+
 def _has_capability(cap: int) -> bool:
     """Whether this process has capability ``cap`` in effect (``CapEff`` of /proc/self/status)."""
     try:
@@ -853,17 +869,7 @@ class Cgroups:
             done = lambda: os.pread(s.freeze, 64, 0).startswith(b"FROZEN")  # noqa: E731
         if not frozen:
             return True
-        end = time.monotonic() + wait
-        spins = 0
-        while not done():
-            if time.monotonic() > end:
-                return False
-            spins += 1
-            if spins < 100:
-                os.sched_yield()  # (freezing takes the tasks a moment: usually done within a few yields)
-            else:
-                time.sleep(0.0002)
-        return True
+        return spin_until(done, wait)
 
     def freezer_fds(self, n: int, s: CgSlot) -> list[int]:
         """New descriptors of slot ``n``'s freeze file, the file that says whether it is frozen,

@@ -889,17 +889,9 @@ class _SessionFreezer:
 
     @staticmethod
     def _wait(done: Callable[[], bool], wait: float) -> bool:
-        end = time.monotonic() + wait
-        spins = 0
-        while not done():
-            if time.monotonic() > end:
-                return False
-            spins += 1
-            if spins < 100:
-                os.sched_yield()  # (it takes the task a moment: usually a few yields)
-            else:
-                time.sleep(0.0002)
-        return True
+        from gem.utils._sandbox_zygote import spin_until
+
+        return spin_until(done, wait)
 
     def freeze(self, wait: float = 2.0) -> bool:
         """Stop every process of the session and wait until it is stopped; False if that could not
