@@ -133,25 +133,11 @@ def sequence_forward_prefix(
     cache, so the result and its gradient equal :func:`sequence_forward`'s (tested), at a fraction
     of the cost when many transitions share a long prompt (a GEM batch's first turns).
     """
-    from transformers import DynamicCache
-
-    from gem.rl.sampling import left_pad
+    from gem.rl.sampling import shared_prompt_pass
 
     device = next(model.parameters()).device
-    keys = [tuple(p) for p in prompt_ids]
-    unique = list(dict.fromkeys(keys))
-    index = {k: i for i, k in enumerate(unique)}
-    rows = torch.tensor([index[k] for k in keys], dtype=torch.long, device=device)
-    ids, attn = left_pad([list(u) for u in unique], pad_id)
-    ids, attn = ids.to(device), attn.to(device)
-    pos = (attn.cumsum(-1) - 1).clamp(min=0)
-    out = model(input_ids=ids, attention_mask=attn, position_ids=pos, past_key_values=DynamicCache(),
-                use_cache=True, logits_to_keep=1)
-    cache = out.past_key_values
-    if len(unique) != len(keys):
-        cache.batch_select_indices(rows)
-    first = out.logits[:, -1, :][rows]
-    b = len(keys)
+    first, cache, prompt_mask, next_pos = shared_prompt_pass(model, prompt_ids, pad_id)
+    b = len(prompt_ids)
     width = max(max((len(r) for r in response_ids), default=0), 1)
     resp = torch.full((b, width), pad_id, dtype=torch.long, device=device)
     mask = torch.zeros((b, width), device=device)
@@ -160,8 +146,8 @@ def sequence_forward_prefix(
             resp[i, :len(r)] = torch.tensor(list(r), dtype=torch.long, device=device)
             mask[i, :len(r)] = 1.0
     if width > 1:
-        full_mask = torch.cat([attn[rows], mask[:, :width - 1].long()], dim=1)
-        rpos = pos[rows, -1:] + 1 + torch.arange(width - 1, device=device)
+        full_mask = torch.cat([prompt_mask, mask[:, :width - 1].long()], dim=1)
+        rpos = next_pos + torch.arange(width - 1, device=device)
         rest = model(input_ids=resp[:, :width - 1], attention_mask=full_mask, position_ids=rpos,
                      past_key_values=cache, use_cache=True).logits
         logits = torch.cat([first.unsqueeze(1), rest], dim=1)

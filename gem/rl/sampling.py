@@ -181,6 +181,30 @@ class StaticSampler:
         return rows, [lp[i][:len(r)] for i, r in enumerate(rows)]
 
 
+def shared_prompt_pass(
+    model: Any, prompt_ids: Sequence[Sequence[int]], pad_id: int
+) -> tuple[torch.Tensor, Any, torch.Tensor, torch.Tensor]:
+    """One forward pass per distinct prompt (left-padded), its key/value cache indexed out to every
+    row that shares the prompt. Returns each row's last-position logits, the cache, each row's
+    attention mask and the position of its next token. Gradients flow through it when enabled."""
+    from transformers import DynamicCache
+
+    device = next(model.parameters()).device
+    keys = [tuple(p) for p in prompt_ids]
+    unique = list(dict.fromkeys(keys))
+    index = {k: i for i, k in enumerate(unique)}
+    rows = torch.tensor([index[k] for k in keys], dtype=torch.long, device=device)
+    ids, attn = left_pad([list(u) for u in unique], pad_id)
+    ids, attn = ids.to(device), attn.to(device)
+    pos = (attn.cumsum(-1) - 1).clamp(min=0)
+    out = model(input_ids=ids, attention_mask=attn, position_ids=pos, past_key_values=DynamicCache(),
+                use_cache=True, logits_to_keep=1)
+    cache = out.past_key_values
+    if len(unique) != len(keys):
+        cache.batch_select_indices(rows)
+    return out.logits[:, -1, :][rows], cache, attn[rows], pos[rows, -1:] + 1
+
+
 @torch.no_grad()
 def sample_prefix(
     model: Any,
@@ -195,25 +219,10 @@ def sample_prefix(
     generator: torch.Generator | None = None,
 ) -> tuple[list[list[int]], list[list[float]]]:
     """Response ids and tempered log-probs; one prompt pass per distinct prompt (see module doc)."""
-    from transformers import DynamicCache
-
     device = next(model.parameters()).device
-    keys = [tuple(p) for p in prompt_ids]
-    unique = list(dict.fromkeys(keys))
-    index = {k: i for i, k in enumerate(unique)}
-    rows = torch.tensor([index[k] for k in keys], dtype=torch.long, device=device)
-    ids, attn = left_pad([list(u) for u in unique], pad_id)
-    ids, attn = ids.to(device), attn.to(device)
-    pos = (attn.cumsum(-1) - 1).clamp(min=0)
-    cache = DynamicCache()
-    out = model(input_ids=ids, attention_mask=attn, position_ids=pos, past_key_values=cache, use_cache=True)
-    cache = out.past_key_values
-    if len(unique) != len(keys):
-        cache.batch_select_indices(rows)
-    logits = out.logits[:, -1, :].float()[rows]
-    mask = attn[rows]
-    next_pos = pos[rows, -1:] + 1
-    batch = len(keys)
+    first, cache, mask, next_pos = shared_prompt_pass(model, prompt_ids, pad_id)
+    logits = first.float()
+    batch = len(prompt_ids)
     tokens = torch.full((batch, max_new_tokens), pad_id, dtype=torch.long, device=device)
     logps = torch.zeros((batch, max_new_tokens), dtype=torch.float32, device=device)
     done = torch.zeros(batch, dtype=torch.bool, device=device)
