@@ -70,9 +70,11 @@ LAYER_OF: dict[str, str] = {
     "gem/data/": "data",
     # The sandbox and the graders still live in gem/utils and gem/tools; moving them into
     # gem/sandbox/ and gem/grading/ changes these rows only.
-    "gem/utils/sandbox.py": "sandbox",
-    "gem/utils/_sandbox_zygote.py": "sandbox",
-    "gem/tools/_shell_runtime.py": "sandbox",
+    "gem/sandbox/": "sandbox",
+    "gem/utils/sandbox.py": "sandbox",  # the original path of gem.sandbox (with gem.compat.sandbox)
+    "gem/utils/_sandbox_zygote.py": "sandbox",  # an alias of gem.sandbox._zygote
+    "gem/tools/_shell_runtime.py": "sandbox",  # an alias of gem.sandbox._shell_runtime
+    "gem/compat/sandbox.py": "sandbox",  # the original run_python tuple form, subprocess_run
     "gem/utils/math_": "grading",
     "gem/utils/_math_grader_worker.py": "grading",
     "gem/utils/qa_em.py": "grading",
@@ -495,6 +497,7 @@ def test_the_checker_finds_a_longer_cycle_and_an_unmapped_file(tmp_path: Path) -
 
 def test_the_longest_prefix_wins() -> None:
     assert layer_of("gem/utils/sandbox.py") == "sandbox"
+    assert layer_of("gem/sandbox/_zygote.py") == "sandbox"
     assert layer_of("gem/utils/seeding.py") == "base"
     assert layer_of("gem/tools/search_engine/service.py") == "services"
     assert layer_of("gem/server/cli.py") == "cli"

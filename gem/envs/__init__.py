@@ -240,7 +240,7 @@ def _register_rg_namespace() -> None:
 _register_rg_namespace()
 
 # ------------------------------------------------------ code
-# Programs judged by their tests in gem.utils.sandbox. Hub ids need the `code` extra and network
+# Programs judged by their tests in gem.sandbox. Hub ids need the `code` extra and network
 # (or dataset_name="/path/to/copy.jsonl"); code:Bundled ships with the package.
 register(
     "code:Bundled",

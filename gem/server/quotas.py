@@ -258,7 +258,7 @@ def sandbox_slots(sandbox: Any) -> int:
 
 
 def _do_install(shells_per_client: Optional[int], test_threads_per_client: int) -> _Installed:
-    from gem.utils.sandbox import default_sandbox
+    from gem.sandbox import default_sandbox
 
     shells: list[ShellQuota] = []
     pools = ClientPools(test_threads_per_client)

@@ -1,6 +1,6 @@
 """A persistent bash shell in the sandbox, and the tool that lets an agent use it.
 
-:class:`SandboxShell` is one episode's shell: a :class:`~gem.utils.sandbox.SandboxSession` holding
+:class:`SandboxShell` is one episode's shell: a :class:`~gem.sandbox.SandboxSession` holding
 a private workspace directory. Each :meth:`SandboxShell.run` runs one command in bash and returns
 its output (stdout and stderr interleaved, as a terminal shows them, cut in the middle past a
 limit), its exit status and its duration. The working directory, variables, functions and
@@ -30,12 +30,12 @@ from typing import Any, NamedTuple, Optional
 from gem.tools.base_tool import BaseTool
 from gem.tools.function_call import parse_function_call  # noqa: F401 -- imported from here by gem.envs.terminal
 from gem.tools.types import ToolCall, ToolResult
-from gem.utils.sandbox import Sandbox, SandboxError, SandboxLimits, SandboxSession
+from gem.sandbox import Sandbox, SandboxError, SandboxLimits, SandboxSession
 from gem.utils.text import clean_text
 
 logger = logging.getLogger(__name__)
 
-RUNTIME_SOURCE = Path(__file__).with_name("_shell_runtime.py").read_text(encoding="utf-8")
+RUNTIME_SOURCE = (Path(__file__).parents[1] / "sandbox" / "_shell_runtime.py").read_text(encoding="utf-8")
 DEFAULT_COMMAND_TIMEOUT = 30.0
 DEFAULT_MAX_OUTPUT = 8000  # bytes of a command's output shown (head and tail)
 MAX_COMMAND_CHARS = 100_000

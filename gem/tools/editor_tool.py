@@ -31,7 +31,7 @@ from typing import Any, Callable, Optional
 from gem.tools.base_tool import BaseTool
 from gem.tools.bash_tool import SandboxShell, ShellError
 from gem.tools.types import ToolCall, ToolResult
-from gem.utils.sandbox import SandboxError
+from gem.sandbox import SandboxError
 
 _PATH = {"type": "string", "description": "file or directory path, relative to the current directory"}
 EDITOR_SCHEMAS: list[dict[str, Any]] = [

@@ -1,6 +1,6 @@
 """Run the Python the agent writes (``<python>...</python>`` or a fenced ``python`` block).
 
-The code runs in :mod:`gem.utils.sandbox` (own uid, no network, limits on time, memory, processes
+The code runs in :mod:`gem.sandbox` (own uid, no network, limits on time, memory, processes
 and output), once, exactly as written: no retry with extra imports. With ``stateful=True`` the
 tool is a notebook: cells of one episode run in one persistent interpreter, so variables survive
 from call to call; :meth:`PythonCodeTool.reset` (called on env reset) starts a fresh one.
@@ -20,7 +20,7 @@ from gem.tools.function_call import function_schema, read_function_call
 from gem.tools.types import ToolCall, ToolResult
 from gem.utils.constants import COMMON_IMPORTS
 from gem.utils.parsing import extract_first_python_block
-from gem.utils.sandbox import Sandbox, SandboxError, SandboxLimits, SandboxResult, SandboxSession, default_sandbox
+from gem.sandbox import Sandbox, SandboxError, SandboxLimits, SandboxResult, SandboxSession, default_sandbox
 
 logger = logging.getLogger(__name__)
 
@@ -47,13 +47,13 @@ class PythonCodeTool(BaseTool):
     Args:
         timeout: seconds of wall time per call (GEM's kwarg).
         sandbox_type: accepted for GEM compatibility (``"none"``, ``"bwrap"``, ``"auto"``); the
-            confinement is always :mod:`gem.utils.sandbox`'s.
+            confinement is always :mod:`gem.sandbox`'s.
         keep_error_last_line: show only the last line of stderr (the exception) to the model.
         stateful: keep variables across calls of one episode (a notebook); ``reset()`` clears them.
         max_output_chars: longer output is cut in the middle with a marker (0: never cut).
         memory_mb, max_processes: sandbox limits per call (per session when stateful).
         auto_imports: put common imports (math, itertools, collections, ...) before the code.
-        sandbox: a :class:`~gem.utils.sandbox.Sandbox` to use instead of the shared one.
+        sandbox: a :class:`~gem.sandbox.Sandbox` to use instead of the shared one.
     """
 
     tool_type = "python_code"

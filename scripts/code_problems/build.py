@@ -1,12 +1,12 @@
 """Rebuild gem/data/bundled/code_problems.jsonl from problems.py (run: python scripts/code_problems/build.py [OUT]).
 
 Test inputs come from each problem's generator with Random(1000 * k + i); stdin/stdout outputs come
-from running the reference solution in gem.utils.sandbox.
+from running the reference solution in gem.sandbox.
 """
 import json, os, random, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from problems import P
-from gem.utils.sandbox import Sandbox
+from gem.sandbox import Sandbox
 sb = Sandbox()
 rows = []
 for k, p in enumerate(P):

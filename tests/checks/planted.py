@@ -113,7 +113,7 @@ class CodeEnvBase(Env):
         return result.reason == "ok" and bool(lines) and lines[-1] == "OK"
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        from gem.utils.sandbox import default_sandbox
+        from gem.sandbox import default_sandbox
 
         found = re.search(r"```python\n(.*?)```", action, re.S)
         if not found:

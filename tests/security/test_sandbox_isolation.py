@@ -1,6 +1,6 @@
 """Attacks on the sandbox's isolation, each asserting containment.
 
-Every test runs hostile code through :class:`gem.utils.sandbox.Sandbox` and checks from the host
+Every test runs hostile code through :class:`gem.sandbox.Sandbox` and checks from the host
 that the attack did not reach anything outside the run: other runs (concurrent or later), the
 worker, the host's processes and files, GEM's data. The non-root path is exercised for real by a
 Python started as uid 65534.
@@ -22,8 +22,8 @@ import uuid
 import pytest
 
 import gem
-from gem.utils import _sandbox_zygote
-from gem.utils.sandbox import Sandbox, SandboxError, SandboxLimits
+from gem.sandbox import _zygote as _sandbox_zygote
+from gem.sandbox import Sandbox, SandboxError, SandboxLimits
 
 IS_ROOT = os.geteuid() == 0
 GEM_DIR = os.path.dirname(os.path.abspath(gem.__file__))
@@ -189,7 +189,7 @@ def test_proc_shows_only_the_run(sb):
         assert r.stdout.splitlines()[0] == "[1]"  # itself, pid 1 of its own namespace
         assert "host-secret" not in r.stdout
         assert f":{port:04X}" not in r.stdout  # the host's listening port
-        assert "_sandbox_zygote" not in r.stdout  # not even the worker's command line
+        assert "_zygote" not in r.stdout  # not even the worker's command line
     finally:
         host.kill()
         host.wait()
@@ -791,7 +791,7 @@ print(json.dumps(out))
 @needs_root
 def test_non_root_host_runs_isolated_in_user_namespaces(public_tmp):
     tmp_path = public_tmp
-    import gem.utils.sandbox as sandbox_module
+    import gem.sandbox.sandbox as sandbox_module
 
     target = tempfile.mkdtemp(dir="/var/tmp")  # a directory the non-root user owns
     os.chown(target, 65534, 65534)
@@ -859,7 +859,7 @@ def test_non_root_without_user_namespaces_refuses_unless_unsafe(public_tmp):
         "print(json.dumps(out))\n"
     )
     os.chmod(tmp_path, 0o755)
-    import gem.utils.sandbox as sandbox_module
+    import gem.sandbox.sandbox as sandbox_module
 
     # Nested in a user namespace where it is unmapped (uid 65534, no capabilities), a process can
     # create no further user namespace that could map it: the sandbox has nothing to stand on.
@@ -882,7 +882,7 @@ def test_sandbox_error_is_a_runtime_error():
 
 def test_check_command_reports_protections():
     proc = subprocess.run(
-        [sys.executable, "-m", "gem.utils.sandbox", "--check"],
+        [sys.executable, "-m", "gem.sandbox", "--check"],
         capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": CHECKOUT},
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr

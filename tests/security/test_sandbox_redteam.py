@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from gem.utils.sandbox import Sandbox, SandboxLimits
+from gem.sandbox import Sandbox, SandboxLimits
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +164,7 @@ def test_the_source_gem_was_installed_from_is_hidden(how, monkeypatch):
     import shutil
     import tempfile
 
-    import gem.utils.sandbox as sandbox_module
+    import gem.sandbox.sandbox as sandbox_module
 
     top = tempfile.mkdtemp(dir="/var/tmp")
     try:
@@ -227,7 +227,7 @@ def test_a_command_signalling_the_shell_process_keeps_the_session_and_workspace(
 def test_workers_of_different_sizes_never_share_a_uid():
     # A shared uid shares RLIMIT_NPROC, the pipe-buffer and inotify quotas per user between runs.
     # Sandboxes in one process may have different slot counts (the shell's, the code tool's).
-    from gem.utils import _sandbox_zygote as zygote
+    from gem.sandbox import _zygote as zygote
 
     taken: dict[int, tuple[int, int]] = {}
     for slots in (1, 2, 3, 7, 256):

@@ -22,7 +22,7 @@ import uuid
 
 import pytest
 
-from gem.utils.sandbox import Sandbox, SandboxLimits
+from gem.sandbox import Sandbox, SandboxLimits
 
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="enters the run's namespaces from the host (root)")
@@ -445,7 +445,7 @@ def test_cgroup_v2_files_are_the_ones_the_kernel_documents(tmp_path, monkeypatch
     """cgroup v2 on a host with only v1 controllers: the worker's v2 path, against a directory
     laid out as the kernel lays out a v2 hierarchy (the files are plain files here: each write
     is appended, so the content is the sequence of writes)."""
-    from gem.utils import _sandbox_zygote as z
+    from gem.sandbox import _zygote as z
 
     mount = tmp_path / "cg2"
     own = mount / "system.slice" / "job.service"

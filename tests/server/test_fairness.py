@@ -121,7 +121,7 @@ def test_gem_serve_max_sessions_1000_gives_one_client_half(monkeypatch, capsys):
 def eight_slot_shell_sandbox(monkeypatch):
     """The shared shell sandbox with 8 slots (processes at once) instead of 256: 7 for shells."""
     from gem.tools import bash_tool
-    from gem.utils.sandbox import Sandbox
+    from gem.sandbox import Sandbox
 
     box = Sandbox(preload=bash_tool.PRELOAD, slots=8, prefork=1)
     monkeypatch.setattr(bash_tool, "_shared", box)

@@ -171,7 +171,7 @@ def test_infrastructure_failures_are_reported_and_agent_errors_are_not(monkeypat
 
 def test_a_sandbox_that_cannot_run_is_an_infrastructure_failure(monkeypatch):
     monkeypatch.delenv("GEM_STRICT_INFRA", raising=False)
-    from gem.utils.sandbox import Sandbox
+    from gem.sandbox import Sandbox
 
     sandbox = Sandbox()
     sandbox.close()

@@ -9,7 +9,7 @@ import pytest
 from gem.tools.base_tool import BaseTool
 from gem.tools.python_code_tool import RESULT_PREFIX, PythonCodeTool, truncate_middle
 from gem.utils.parsing import extract_code_from_model, extract_first_python_block
-from gem.utils.sandbox import Sandbox
+from gem.sandbox import Sandbox
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from gem.utils.sandbox import Sandbox, SandboxLimits, SandboxResult, run_python
+from gem.sandbox import Sandbox, SandboxLimits, SandboxResult, run_python
 
 IS_ROOT = os.geteuid() == 0
 
@@ -73,7 +73,7 @@ def test_errors_and_exit_codes(sb):
     assert r.reason == "error" and r.exit_code == 1
     assert r.stderr.strip().endswith("ZeroDivisionError: division by zero")
     assert 'File "main.py", line 2' in r.stderr
-    assert "_sandbox_zygote" not in r.stderr  # the worker's own frames are not shown
+    assert "_zygote" not in r.stderr  # the worker's own frames are not shown
     assert sb.run("import sys; sys.exit(3)").exit_code == 3
     assert sb.run("raise SystemExit('bye')").stderr.strip() == "bye"
     r = sb.run("def f(:\n  pass")
@@ -363,7 +363,7 @@ def test_preloaded_sandbox_forks_with_python_hooks():
 
 
 def test_request_header_formats_agree():
-    from gem.utils import _sandbox_zygote, sandbox
+    from gem.sandbox import _zygote as _sandbox_zygote, sandbox
 
     assert sandbox._HEADER.format == _sandbox_zygote.HEADER.format
     assert _sandbox_zygote.HEADER.size <= _sandbox_zygote.MAX_HEADER

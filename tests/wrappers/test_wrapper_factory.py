@@ -29,7 +29,7 @@ def test_gem_names():
 def test_import_builds_no_tool_and_imports_nothing_heavy():
     code = (
         "import sys, gem.wrappers.wrapper_factory\n"
-        "heavy = [m for m in ('gem.tools.python_code_tool', 'gem.tools.search_tool', 'gem.utils.sandbox',"
+        "heavy = [m for m in ('gem.tools.python_code_tool', 'gem.tools.search_tool', 'gem.sandbox.sandbox',"
         " 'transformers', 'mcp', 'requests', 'numpy') if m in sys.modules]\n"
         "print(heavy)\n"
     )

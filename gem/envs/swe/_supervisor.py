@@ -1,7 +1,7 @@
 """The repository-test supervisor. Runs INSIDE a fresh sandbox run, never in GEM's process, and
 never imports the repository's code.
 
-:mod:`gem.envs.swe.grading` sends this file's source (after :mod:`gem.tools._shell_runtime`, whose
+:mod:`gem.envs.swe.grading` sends this file's source (after :mod:`gem.sandbox._shell_runtime`, whose
 archive and clean-up helpers it uses) as the program; on stdin: a header (for each test, the input
 of its child process: its own test source, or the id and report key of a pytest test), the
 workspace as a tar (hidden tests already laid over it), and last a random nonce. No expected value

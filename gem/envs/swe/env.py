@@ -22,7 +22,7 @@ from gem.envs.terminal.env import ScriptedAgent, TerminalEnv
 from gem.envs.terminal.verify import Verdict
 from gem.tools.bash_tool import ShellError
 from gem.tools.editor_tool import EDITOR_SCHEMAS, parse_editor_tag, request_from_call, run_editor_request
-from gem.utils.sandbox import SandboxError
+from gem.sandbox import SandboxError
 from gem.utils.text import preview
 
 

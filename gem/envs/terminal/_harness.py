@@ -1,6 +1,6 @@
 """The verification harness. Runs INSIDE a fresh sandbox run, never in GEM's process.
 
-:mod:`gem.envs.terminal.verify` sends this file's source (after :mod:`gem.tools._shell_runtime`,
+:mod:`gem.envs.terminal.verify` sends this file's source (after :mod:`gem.sandbox._shell_runtime`,
 whose archive helpers it uses) as the program, and on stdin: a header (the tests, which the
 agent's session never received), the agent's workspace as a tar, and last a random nonce.
 

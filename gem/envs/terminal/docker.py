@@ -59,7 +59,7 @@ def require_docker(task: TerminalTask) -> None:
 
 
 def _wrapper() -> str:
-    from gem.tools import _shell_runtime
+    from gem.sandbox import _shell_runtime
 
     return _shell_runtime._GEM_WRAPPER
 

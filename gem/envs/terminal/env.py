@@ -44,7 +44,7 @@ from gem.tools.bash_tool import (
     parse_function_call,
     shell_sandbox,
 )
-from gem.utils.sandbox import Sandbox, SandboxError
+from gem.sandbox import Sandbox, SandboxError
 from gem.utils.text import preview
 
 logger = logging.getLogger(__name__)
@@ -91,7 +91,7 @@ class TerminalEnv(Env):
         max_turns, time_budget: override the task's limits (actions; seconds of command time).
         command_timeout: seconds one command may run (capped by the time left).
         max_output: bytes of a command's output shown (head and tail).
-        sandbox: a :class:`~gem.utils.sandbox.Sandbox` (the shared one by default).
+        sandbox: a :class:`~gem.sandbox.Sandbox` (the shared one by default).
     """
 
     family = "terminal"

@@ -1,7 +1,7 @@
 """Grade a workspace against hidden tests in a fresh sandbox run (the env's side of the boundary).
 
 The agent's session never holds the tests. :func:`verify` starts a new
-:meth:`~gem.utils.sandbox.Sandbox.run` whose program is the harness
+:meth:`~gem.sandbox.Sandbox.run` whose program is the harness
 (:mod:`gem.envs.terminal._harness`) and whose stdin carries the tests, the exported workspace and
 a fresh random nonce, last. Only lines of the run's stdout that start with the nonce count; tests
 with no verdict (the harness was killed, it timed out) count as failed.
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from gem.tools.bash_tool import RUNTIME_SOURCE, compiled_cell
-from gem.utils.sandbox import Sandbox, SandboxError
+from gem.sandbox import Sandbox, SandboxError
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from gem.envs.swe.checks import SameAsNext, compile_tests
 from gem.envs.swe.env import SweEnv
 from gem.envs.swe.loader import load_instances
 from gem.envs.swe.values import Opaque, Raised, Raises, decode, same
-from gem.utils.sandbox import SandboxError
+from gem.sandbox import SandboxError
 
 from . import attacks
 

@@ -7,7 +7,7 @@ import pytest
 import gem
 from gem.envs.terminal.env import TerminalEnv
 from gem.envs.terminal.task import TerminalTask
-from gem.utils import sandbox as sandbox_module
+from gem.sandbox import sandbox as sandbox_module
 
 
 def finish(env_id, commands, seed=0):

@@ -125,7 +125,7 @@ def test_bash_tool_gives_any_env_a_shell():
 
 def test_tools_report_a_broken_sandbox_instead_of_raising():
     from gem.tools.editor_tool import EditorTool
-    from gem.utils.sandbox import Sandbox
+    from gem.sandbox import Sandbox
 
     box = Sandbox()
     box.close()
