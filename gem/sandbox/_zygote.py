@@ -684,7 +684,7 @@ class CgSlot:
     __slots__ = ("procs", "limits", "oom", "oom_seen", "efd", "freeze", "frozen", "frozen_check", "names")
 
     def __init__(self) -> None:
-        self.procs: list[int] = []  # cgroup.procs of each hierarchy (the child writes "0")
+        self.procs: list[int] = []  # where the child moves itself, per hierarchy (it writes "0")
         self.limits: list[int] = []  # memory limit, process limit[, v1 socket-buffer limit]
         self.oom = -1  # where the OOM-kill count is read
         self.oom_seen = 0
@@ -800,7 +800,14 @@ class Cgroups:
                 except FileExistsError:
                     pass
                 s.names.append((base, name))
-                s.procs.append(os.open(f"{name}/cgroup.procs", os.O_WRONLY, dir_fd=base))
+                # v1: the child moves itself by writing "0" to ``tasks`` (its only thread: the
+                # whole process). Moving the calling thread is the one migration the kernel does
+                # without its global threadgroup lock; ``cgroup.procs`` takes it for writing (and
+                # waits out an RCU grace period when the lock was idle), holding back every fork
+                # and exit on the host meanwhile: the worker's next fork among them. v2 allows
+                # thread moves only inside threaded subtrees, so ``cgroup.procs`` it is there.
+                entry = "cgroup.procs" if self.version == 2 else "tasks"
+                s.procs.append(os.open(f"{name}/{entry}", os.O_WRONLY, dir_fd=base))
             if self.version == 2:
                 base = self.bases[""]
                 s.limits = [os.open(f"{name}/{f}", os.O_WRONLY, dir_fd=base) for f in ("memory.max", "pids.max")]
@@ -1597,7 +1604,7 @@ class Zygote:
 
     # --------------------------------------------------------------- the child
     def confine(self, slot: int, cg_procs: typing.Iterable[int] = ()) -> None:
-        """Namespaces, mounts, cgroups (``cg_procs``: the slot's ``cgroup.procs`` files, closed
+        """Namespaces, mounts, cgroups (``cg_procs``: the slot's ``CgSlot.procs`` files, closed
         here), identity and filter of a run (in the child, pid 1 of its PID namespace)."""
         if self.namespaces:
             _unshare(CLONE_NEWNS)

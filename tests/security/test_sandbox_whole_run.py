@@ -467,6 +467,7 @@ def test_cgroup_v2_files_are_the_ones_the_kernel_documents(tmp_path, monkeypatch
         # Beside the worker's own cgroup (which holds processes), with the controllers handed down.
         assert (base / "cgroup.subtree_control").read_text() == "+memory +pids"
         s = cg.slot(3)
+        assert [os.readlink(f"/proc/self/fd/{fd}") for fd in s.procs] == [str(slot / "cgroup.procs")]
         assert (slot / "memory.oom.group").read_text() == "1"  # an OOM kill takes the whole run
         assert (slot / "memory.swap.max").read_text() == "0"
         assert (slot / "cgroup.freeze").read_text() == "0"  # thawed for its first run
@@ -485,6 +486,45 @@ def test_cgroup_v2_files_are_the_ones_the_kernel_documents(tmp_path, monkeypatch
         os.unlink(base / "cgroup.subtree_control")
         cg.close()
     assert not base.exists()  # removed with its slots at shutdown
+
+
+def test_a_run_moves_itself_into_its_slot_without_the_global_cgroup_lock():
+    """v1: a waiting child moves itself (its only thread) through each hierarchy's ``tasks``, the
+    one move the kernel makes without write-locking every fork and exit on the host
+    (``cgroup.procs`` takes that lock); it lands in all of its slot's cgroups all the same."""
+    from gem.sandbox import _zygote as z
+
+    cg = z.Cgroups()
+    if cg.version != 1:
+        cg.close()
+        pytest.skip(f"no cgroup v1 hierarchies for the sandbox here ({cg.why or 'cgroup v2'})")
+    try:
+        s = cg.slot(5)
+        entries = {os.path.basename(os.readlink(f"/proc/self/fd/{fd}")) for fd in s.procs}
+        assert entries == {"tasks"}
+        pid = os.fork()
+        if pid == 0:
+            try:
+                for fd in s.procs:
+                    os.write(fd, b"0")
+                time.sleep(5)
+            finally:
+                os._exit(0)
+        try:
+            deadline = time.monotonic() + 5
+            while True:
+                with open(f"/proc/{pid}/cgroup") as fh:
+                    where = {line.split(":")[1]: line.strip().split(":", 2)[2] for line in fh}
+                moved = {c for c in cg.bases if where.get(c, "").endswith(f"/gem-sandbox-{os.getpid()}/s5")}
+                if moved == set(cg.bases) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.01)
+            assert moved == set(cg.bases), where
+        finally:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+    finally:
+        cg.close()
 
 
 def test_a_killed_worker_leaves_no_frozen_session_behind():
