@@ -39,14 +39,32 @@ def build_tiny_model(tokenizer: Any, seed: int = 0, n_layer: int = 2, n_embd: in
         return GPT2LMHeadModel(config)
 
 
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+
+def torch_dtype(name: str | None) -> Any:
+    """The ``torch.dtype`` named ``name`` (``float32``, ``float16``, ``bfloat16``, or any floating
+    dtype's torch name); ``None`` and ``"auto"`` return ``None`` (the checkpoint's own dtype)."""
+    if name is None or name == "auto":
+        return None
+    value = getattr(torch, str(name), None)
+    if not isinstance(value, torch.dtype) or not value.is_floating_point:
+        raise ValueError(f"Unknown dtype {name!r}; choose one of: {', '.join(DTYPES)}.")
+    return value
+
+
 def load_model_and_tokenizer(model: str, seed: int = 0, dtype: str | None = None) -> tuple[Any, Any]:
     """``"tiny"``: the random tiny GPT-2 with :mod:`gem.utils.tiny_tokenizer`; else a GGUF file, a
-    directory (a checkpoint or one GGUF file) or a hub id (see :func:`gem.rl.models.resolve_model`)."""
+    directory (a checkpoint or one GGUF file) or a hub id (see :func:`gem.rl.models.resolve_model`).
+
+    ``dtype`` (see :func:`torch_dtype`) is the model's parameter dtype, the tiny model's too."""
+    torch_type = torch_dtype(dtype)
     if model == TINY_MODEL:
         from gem.utils.tiny_tokenizer import get_tiny_tokenizer
 
         tokenizer = get_tiny_tokenizer()
-        return build_tiny_model(tokenizer, seed=seed), tokenizer
+        tiny = build_tiny_model(tokenizer, seed=seed)
+        return (tiny if torch_type is None else tiny.to(torch_type)), tokenizer
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
@@ -54,7 +72,7 @@ def load_model_and_tokenizer(model: str, seed: int = 0, dtype: str | None = None
         tokenizer = AutoTokenizer.from_pretrained(source)
         kwargs: dict[str, Any] = {}
         if dtype:
-            kwargs["dtype"] = getattr(torch, dtype)
+            kwargs["dtype"] = torch_type if torch_type is not None else "auto"
         lm = AutoModelForCausalLM.from_pretrained(source, **kwargs)
     except OSError as exc:
         raise ResourceUnavailable(

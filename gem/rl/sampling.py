@@ -73,7 +73,9 @@ def sample_plain(
         "do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
     if min_new_tokens:
         kwargs["min_new_tokens"] = min_new_tokens
-    seed = int(torch.randint(0, 2**62, (1,), generator=generator)) if generator is not None else None
+    seed = None
+    if generator is not None:  # drawn on the generator's own device: a CUDA generator cannot fill a CPU tensor
+        seed = int(torch.randint(0, 2**62, (1,), generator=generator, device=generator.device))
     devices = [device.index or 0] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
         if seed is not None:

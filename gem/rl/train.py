@@ -99,7 +99,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                    help="log a prompt and what the model wrote every N steps (0: never)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no per-step log lines")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--dtype", default=None, help="torch dtype name for the model (e.g. bfloat16)")
+    p.add_argument("--dtype", default=None,
+                   help="the model's parameter dtype: float32, float16, bfloat16 or auto (the checkpoint's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output-dir", default="runs/gem-rl")
     p.add_argument("--save-every", type=int, default=50, help="checkpoint every N steps (0: only at the end)")
@@ -327,10 +328,14 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
     """
     torch = _import_torch()
 
-    from gem.rl.hf import HFPolicy, load_model_and_tokenizer
+    from gem.rl.hf import HFPolicy, load_model_and_tokenizer, torch_dtype
     from gem.rl.collect import assign_advantages, collect_episodes, episode_stats
 
     _validate(args)
+    try:
+        torch_dtype(args.dtype)
+    except ValueError as exc:
+        raise SystemExit(f"gem train: --dtype: {exc}") from None
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     model, tokenizer = load_model_and_tokenizer(args.model, seed=args.seed, dtype=args.dtype)

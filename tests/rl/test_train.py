@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import math
 
 import pytest
 
@@ -123,3 +124,34 @@ def test_missing_model_is_a_clear_error(tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "no-such-model" in err and "--model tiny" in err
+
+
+def test_dtype_applies_to_the_tiny_model_and_bad_names_are_clear_errors(tmp_path):
+    from gem.rl.hf import load_model_and_tokenizer
+
+    for name, expected in ((None, torch.float32), ("auto", torch.float32), ("bfloat16", torch.bfloat16),
+                           ("float16", torch.float16)):
+        model, _ = load_model_and_tokenizer("tiny", dtype=name)
+        assert {p.dtype for p in model.parameters()} == {expected}
+    for bad in ("bogus", "int8", "long", "cuda"):
+        with pytest.raises(ValueError, match="bfloat16"):
+            load_model_and_tokenizer("tiny", dtype=bad)
+    with pytest.raises(SystemExit, match="--dtype"):
+        main(["--dtype", "int8", "--steps", "1", "--num-envs", "1", "--group-size", "1",
+              "--output-dir", str(tmp_path / "bad")])
+
+
+def test_trainer_trains_the_tiny_model_in_bfloat16(tmp_path):
+    from safetensors.torch import load_file
+
+    out = tmp_path / "bf16"
+    code = main(["--model", "tiny", "--algo", "reinforce", "--steps", "2", "--num-envs", "2", "--group-size", "1",
+                 "--max-new-tokens", "4", "--lr", "1e-2", "--dtype", "bfloat16", "--save-every", "0", "--quiet",
+                 "--output-dir", str(out)])
+    assert code == 0
+    rows = list(csv.DictReader((out / "metrics.csv").open()))
+    assert all(r["skipped"] == "0" and math.isfinite(float(r["loss"])) for r in rows)
+    weights = load_file(str(out / "final" / "model.safetensors"))
+    assert {t.dtype for t in weights.values()} == {torch.bfloat16}
+    fresh = build_tiny_model(get_tiny_tokenizer(), seed=0).to(torch.bfloat16).state_dict()
+    assert any(not torch.equal(t, fresh[k]) for k, t in weights.items() if k in fresh)
