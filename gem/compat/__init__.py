@@ -11,6 +11,12 @@ original run unchanged on top of them, and nothing needs to import them by name:
   (``_process_actions``); ``MultiAgentEnv`` puts it under such a class when the class is created.
 - :mod:`gem.compat.math_grader`: the original's math grader names (also at
   ``gem.utils.math_grader``).
+- :mod:`gem.compat.fifteen_puzzle`: the original FifteenPuzzle's board as rows (``board``,
+  ``goal_board``, ``goal_parity``, ``greatest_num``, ``VALID_INITIALIZATION_ALGOS``) and the helpers
+  its tests call (``_move``, ``_is_solvable``, ...): :class:`FifteenPuzzleCompat`, a base of
+  ``FifteenPuzzleEnv``.
+- :mod:`gem.compat.reasoning_gym`: the original ReasoningGym env's ``ds``/``dataset`` and ``data``:
+  :class:`ReasoningGymCompat`, a base of ``ReasoningGymEnv``.
 
 The original's module paths (``gem.utils.math_grader``, ``gem.multiagent`` ...) stay importable.
 """
