@@ -38,6 +38,34 @@ def test_the_original_names_live_in_gem_compat_only():
         assert name not in ReasoningGymEnv.__dict__ and name in ReasoningGymCompat.__dict__, name
 
 
+@pytest.mark.parametrize("owner, main, names", [
+    ("gem.compat.math_env:MathEnvCompat", "gem.envs.math_env:MathEnv", ("check_correct",)),
+    ("gem.compat.math_env:MathEnvCompat", "gem.envs.math_visual_env:MathVisualEnv", ("check_correct",)),
+    ("gem.compat.qa_env:QaEnvCompat", "gem.envs.qa_env:QaEnv", ("check_correct",)),
+    ("gem.compat.mcp_tool:MCPToolCompat", "gem.tools.mcp_tool:MCPTool",
+     ("get_available_tools", "_get_server_names", "_is_multi_server")),
+])
+def test_the_original_methods_of_other_classes_come_from_gem_compat(owner, main, names):
+    import importlib
+
+    def load(path: str) -> type:
+        module, _, name = path.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+    compat, cls = load(owner), load(main)
+    assert issubclass(cls, compat)
+    for name in names:
+        assert name in vars(compat) and all(name not in vars(k) for k in cls.__mro__ if k is not compat), name
+
+
+def test_verify_fn_at_the_original_path_is_gem_compat_s():
+    import gem.compat.math_env
+    import gem.envs.math_env
+
+    assert gem.envs.math_env.verify_fn is gem.compat.math_env.verify_fn
+    assert gem.envs.math_env.verify_fn("\\boxed{7}", "7") == ({"formatted": True}, 1)
+
+
 # ------------------------------------------------------------------------- FifteenPuzzle
 def puzzle(n: int = 3, **kwargs) -> FifteenPuzzleEnv:
     env = FifteenPuzzleEnv(num_rows=n, max_turns=50, **kwargs)

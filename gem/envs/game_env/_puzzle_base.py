@@ -43,7 +43,7 @@ class PuzzleEnv(Env, abc.ABC, Generic[MoveT]):
     """
 
     title = "a puzzle"
-    reset_before_first_step = True  # the original GEM reset its puzzles in the constructor
+    reset_before_first_step = True  # a step before reset plays in a fresh episode
     max_turns: int = 1
     turn_count: int = 0
     # A game whose ``_parse`` depends on the answer alone (not the board) sets this to ``{}``: parsed
