@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from gem.envs.game_env._puzzle_base import Illegal
+from gem.envs.game_env._puzzle_base import Illegal, permutation_parity
 
 Rows = list[list[Optional[int]]]
 
@@ -100,17 +100,9 @@ class FifteenPuzzleCompat:
         """(parity of the tiles' order + the gap's distance from the top-left corner) mod 2.
         Every slide keeps it."""
         cells = [c for row in board for c in row]
-        order = [len(cells) if c is None else c for c in cells]  # the gap sorts last, as in the goal
-        seen, cycles = [False] * len(order), 0
-        for start in range(len(order)):
-            if not seen[start]:
-                cycles += 1
-                i = start
-                while not seen[i]:
-                    seen[i] = True
-                    i = order[i] - 1
+        target = [len(cells) - 1 if c is None else c - 1 for c in cells]  # the gap sorts last, as in the goal
         r, c = divmod(cells.index(None), self.num_rows)
-        return (len(order) - cycles + r + c) % 2
+        return (permutation_parity(target) + r + c) % 2
 
     def _is_solvable(self, board: Rows) -> bool:
         """Whether slides can bring ``board`` (rows, ``None`` for the gap) to the solved board:

@@ -199,6 +199,20 @@ def parse_direction(answer: str) -> str:
     return word
 
 
+def permutation_parity(target: list[int]) -> int:
+    """The parity (0 even, 1 odd) of the permutation that sends ``i`` to ``target[i]``: its size
+    minus its number of cycles, mod 2."""
+    seen, cycles = [False] * len(target), 0
+    for start in range(len(target)):
+        if not seen[start]:
+            cycles += 1
+            i = start
+            while not seen[i]:
+                seen[i] = True
+                i = target[i]
+    return (len(target) - cycles) % 2
+
+
 def board_lines(observation: str) -> list[str]:
     """The lines of the last board shown in ``observation`` (for solver agents)."""
     start = observation.rfind(BOARD_HEADER)

@@ -36,6 +36,7 @@ from gem.envs.game_env._puzzle_base import (
     PuzzleEnv,
     board_lines,
     parse_direction,
+    permutation_parity,
     stated_turns,
 )
 from gem.params import Param, check_params, max_turns_param
@@ -187,17 +188,8 @@ def is_solvable(board: list[int], n: int) -> bool:
     if sorted(board) != list(range(n * n)):
         return False
     target = [n * n - 1 if v == GAP else v - 1 for v in board]  # each cell's tile -> its goal cell
-    seen = [False] * len(target)
-    cycles = 0
-    for start in range(len(target)):
-        if not seen[start]:
-            cycles += 1
-            i = start
-            while not seen[i]:
-                seen[i] = True
-                i = target[i]
     r, c = divmod(board.index(GAP), n)
-    return (len(target) - cycles + (n - 1 - r) + (n - 1 - c)) % 2 == 0
+    return (permutation_parity(target) + (n - 1 - r) + (n - 1 - c)) % 2 == 0
 
 
 def goal_board(n: int) -> list[int]:
