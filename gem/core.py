@@ -32,7 +32,7 @@ _strict_step = os.environ.get(STRICT_STEP_ENV_VAR, "").strip().lower() in ("1", 
 
 def set_strict_step(strict: bool) -> bool:
     """Make ``step`` after the end of an episode raise :class:`ResetNeeded` (``True``) or warn once
-    and return a terminal result (``False``, the default, as the original GEM's code expects).
+    and return a terminal result (``False``, the default: code that steps past the end keeps running).
 
     Returns the previous setting. The environment variable ``GEM_STRICT_STEP=1`` turns strict mode
     on for a whole process (a test suite, say); an env's ``strict_step`` attribute overrides both.
@@ -76,13 +76,13 @@ class Env(abc.ABC):
     it never raises. Calling ``step`` before ``reset`` raises :class:`gem.errors.ResetNeeded`.
     Calling it after the episode ended warns once (:class:`gem.errors.StepAfterEndWarning`) and
     returns a terminal result (the end's ``terminated``/``truncated`` flags, reward 0, an
-    observation saying to call ``reset()``), as the original GEM's code expects; in strict mode
+    observation saying to call ``reset()``); in strict mode
     (:func:`set_strict_step`, ``GEM_STRICT_STEP=1`` or ``strict_step = True`` on the env) it raises
     ``ResetNeeded`` instead. A subclass keeps this contract by starting ``step`` with
     ``if self._needs_reset and (ended := self._step_without_episode()) is not None: return ended``
     and ending episodes through ``self._result(...)``; its ``step`` then runs as written. The base
     class wraps any other ``step`` once, when the class is created, to give it the same contract
-    (:mod:`gem.compat.step_guard`: envs written the original GEM's way).
+    (:mod:`gem.compat.step_guard`).
 
     Attributes:
         spec: the :class:`~gem.envs.registration.EnvSpec` it was made from (``None`` if built
@@ -93,10 +93,9 @@ class Env(abc.ABC):
             ``gem.make(id, success_reward=2.0)``) sets them on the instance, and the env pays what
             its instance holds.
         strict_step: ``None`` (follow :func:`set_strict_step`), or ``True``/``False`` for this env.
-        reset_before_first_step: ``True`` for an env that the original GEM reset in its
-            constructor (its games): a ``step`` before any ``reset`` then starts an episode with
-            ``reset()`` (unseeded: the seed ``gem.make(id, seed=...)`` set, else a fresh one) and
-            plays the action in it, as the original allowed (strict mode raises instead); so does
+        reset_before_first_step: ``True`` for the games: a ``step`` before any ``reset`` then
+            starts an episode with ``reset()`` (unseeded: the seed ``gem.make(id, seed=...)`` set,
+            else a fresh one) and plays the action in it (strict mode raises instead); so does
             ``sample_random_action`` before any ``reset``.
         deterministic: ``True`` for an env whose episode does not depend on the seed (a fixed
             puzzle, an evaluation set taken in order); ``check_env`` then does not require
@@ -261,7 +260,7 @@ class Env(abc.ABC):
         strict = _strict_step if self.strict_step is None else self.strict_step
         if not self._episode_started:
             if self.reset_before_first_step and not strict:
-                self.reset()  # the original GEM's games reset in their constructor
+                self.reset()  # reset_before_first_step: play the step in a fresh episode
                 return
             raise ResetNeeded(f"{name}.step() was called before reset(); call env.reset() first.")
         message = f"{name}.step() was called after the episode ended; call env.reset() to start a new episode."
@@ -331,7 +330,7 @@ class Env(abc.ABC):
     def env_id(self) -> Optional[str]:
         """The registered id this env was made from (``None`` if built directly).
 
-        Settable, as the original GEM's ``make`` (and envs written for it) set it.
+        Settable (``make`` and envs may set it).
         """
         if "_env_id" in self.__dict__:
             return self.__dict__["_env_id"]

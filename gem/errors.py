@@ -21,8 +21,8 @@ class GemError(Exception):
 class UnknownEnvError(GemError, KeyError, ValueError):
     """An env id that is not in the registry.
 
-    Also a ``KeyError`` and a ``ValueError``: the original GEM's ``make`` raised ``ValueError``, so
-    code written for it catches that.
+    Also a ``KeyError`` and a ``ValueError``: code written for GEM's ``make`` catches
+    ``ValueError``.
     """
 
     def __str__(self) -> str:  # KeyError quotes its message; show it plainly instead.

@@ -89,6 +89,9 @@ LAYER_OF: dict[str, str] = {
     "gem/compat/step_guard.py": "core",  # Env's step wrapper for envs written the original's way
     "gem/compat/multiagent.py": "envs",  # the original multi-agent subclass contract
     "gem/compat/math_grader.py": "grading",  # the original grader names
+    "gem/compat/fifteen_puzzle.py": "envs",  # the original FifteenPuzzle names (a mixin of the env)
+    "gem/compat/math_env.py": "grading",  # the original MathEnv names (verify_fn, check_correct)
+    "gem/compat/qa_env.py": "grading",  # the original QaEnv.check_correct
     "gem/envs/": "envs",
     "gem/multiagent/": "envs",
     "gem/wrappers/": "wrappers",

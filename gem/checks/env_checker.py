@@ -201,8 +201,7 @@ def play_to_end(env: Env, seed: int = 0, use_solver: bool = True) -> tuple[str, 
 
     With ``make_solver()`` (and ``use_solver``) the solver plays (up to :data:`EPISODE_STEP_LIMIT`
     steps); otherwise sampled actions play, up to the declared ``max_episode_steps`` (at most
-    :data:`DECLARED_BOUND_CAP`) or, for an env that declares none (one written the original GEM's
-    way), :data:`EPISODE_STEP_LIMIT`. Raises :class:`EnvCheckError` when the episode has not ended
+    :data:`DECLARED_BOUND_CAP`) or, for an env that declares none, :data:`EPISODE_STEP_LIMIT`. Raises :class:`EnvCheckError` when the episode has not ended
     by then.
     """
     has_solver = _has_solver(env)

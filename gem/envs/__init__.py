@@ -219,7 +219,7 @@ for _name, _hub in {"NaturalQuestions": "axon-rl/NaturalQuestions", "HotpotQA": 
 register("eval:QaOpen", _QA, description="NQ-open validation questions (google-research-datasets/nq_open)",
          extra="qa", dataset_name="google-research-datasets/nq_open", split="validation",
          question_key="question", answer_key="answer", eval=True)
-# The original GEM's list of search-QA evaluation splits and their id names (public: gem.envs.data_names).
+# The search-QA evaluation splits and their id names (public: gem.envs.data_names).
 data_names = [
     ("2wiki", "2Wiki"), ("popqa", "PopQA"), ("tq", "TriviaQA"), ("hotpotqa", "HotpotQA"),
     ("bamboogle", "Bamboogle"), ("nq", "NaturalQuestions"), ("musique", "Musique"),

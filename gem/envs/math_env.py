@@ -7,25 +7,22 @@ file (``dataset_name="/path/to/file.jsonl"``) or a bundled name (``arithmetic``)
 ``info["grading"]`` saying why; ``info["correct"]`` says which. The grading runs in
 :class:`~gem.utils.math_grader.MathGrader`'s worker processes, never in the caller's.
 
-``verify_fn`` is the original GEM's reward function (``boxed_reward_fn`` with 1/0 rewards).
 :class:`~gem.envs.math_visual_env.MathVisualEnv` (problems with a picture) lives in
 :mod:`gem.envs.math_visual_env` and is importable from here too.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Optional
 
+from gem.compat.math_env import MathEnvCompat, verify_fn  # noqa: F401
 from gem.envs.single_turn import EVAL_PARAM, SingleTurnEnv, rows_from
 from gem.params import Param, check_params
-from gem.utils.math_grader import DEFAULT_TIMEOUT_S, boxed_reward_fn, default_grader
+from gem.utils.math_grader import DEFAULT_TIMEOUT_S, default_grader
 from gem.utils.parsing import extract_last_boxed_answer
 
-verify_fn = functools.partial(boxed_reward_fn, fast=False, correct_reward=1, incorrect_reward=0)
 
-
-class MathEnv(SingleTurnEnv):
+class MathEnv(MathEnvCompat, SingleTurnEnv):
     """A single-turn math task over a dataset.
 
     Args:
@@ -93,15 +90,6 @@ class MathEnv(SingleTurnEnv):
         if not result.graded:
             return self.ungraded_reward, None, result.info()
         return (self.success_reward if result.correct else self.fail_reward), result.correct, result.info()
-
-    @staticmethod
-    def check_correct(model_answer: str, gt_answer: Any) -> bool:
-        """Whether the response ``model_answer`` (its last ``\\boxed{}``) matches ``gt_answer``, one
-        answer or a list of them (the original GEM's static method; ``False`` when ungraded)."""
-        if not isinstance(gt_answer, (str, int, float, list, tuple)):
-            raise ValueError(f"Unexpected answer type: {type(gt_answer).__name__}")
-        pred = extract_last_boxed_answer(model_answer)
-        return pred is not None and default_grader().grade(pred, gt_answer)
 
     def sample_random_action(self) -> str:
         return f"\\boxed{{{self.action_rng.randint(0, 100)}}}"

@@ -1,4 +1,4 @@
-"""Math problems with a picture (the original GEM's ``gem.envs.math_visual_env``).
+"""Math problems with a picture.
 
 ``MathVisualEnv`` is :class:`~gem.envs.math_env.MathEnv` over a dataset with an image column
 (``axon-rl/geometry3k`` for ``math:Geometry3K``): the observation is the problem text and

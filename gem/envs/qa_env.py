@@ -1,18 +1,19 @@
 """Question answering: exact match (SQuAD normalization) of the answer in ``<answer>`` tags or ``\\boxed{}``.
 
-``QaEnv`` serves one question per episode from a dataset (hub id, local file or bundled name). As in
-the original GEM, the answer is the last ``<answer>...</answer>`` (``extract_boxed=True``: the last
+``QaEnv`` serves one question per episode from a dataset (hub id, local file or bundled name). The
+answer is the last ``<answer>...</answer>`` (``extract_boxed=True``: the last
 ``\\boxed{}`` instead); a reply with only a box and no tags has no answer. Rewards: exact match 1
 (or the token F1 with ``reward="f1"``), otherwise 0; no answer found 0 (-0.1, a format error, with
 ``use_format_error_reward=True``). ``info`` carries ``correct`` (exact match) and ``f1``. The
-search-QA env builds on this class and its scoring. ``apply_prompt`` is the original's helper that
-wraps a row's question in the prompt.
+search-QA env builds on this class and its scoring. ``apply_prompt`` wraps a row's question in
+the prompt.
 """
 
 from __future__ import annotations
 
 from typing import Any, Optional
 
+from gem.compat.qa_env import QaEnvCompat
 from gem.envs.single_turn import EVAL_PARAM, SingleTurnEnv, rows_from
 from gem.params import Param, check_params
 from gem.utils.qa_em import em_check, extract_answer, f1_score
@@ -26,8 +27,8 @@ REWARDS = ("em", "f1")
 
 
 def apply_prompt(example: dict[str, Any], question_key: str = "question") -> dict[str, Any]:
-    """Wrap ``example[question_key]`` in :data:`QA_PROMPT` (in place; returns the example), as the
-    original GEM does to every row (e.g. ``dataset.map(apply_prompt)``)."""
+    """Wrap ``example[question_key]`` in :data:`QA_PROMPT` (in place; returns the example), for
+    every row with ``dataset.map(apply_prompt)``."""
     example[question_key] = QA_PROMPT.format(question=example[question_key])
     return example
 
@@ -36,7 +37,7 @@ def apply_prompt(example: dict[str, Any], question_key: str = "question") -> dic
 _RANDOM_WORDS = ("Paris", "1947", "blue whale", "Ada Lovelace", "yes", "no", "the Nile", "42")
 
 
-class QaEnv(SingleTurnEnv):
+class QaEnv(QaEnvCompat, SingleTurnEnv):
     """A single-turn QA task over a dataset.
 
     Args:
@@ -115,14 +116,6 @@ class QaEnv(SingleTurnEnv):
         else:
             reward = self.success_reward if correct else self.fail_reward
         return reward, correct, {"f1": f1}
-
-    @staticmethod
-    def check_correct(model_answer: str, gt_answer: Any) -> bool:
-        """Exact match of an extracted answer against one gold answer or a list (GEM's method)."""
-        if not isinstance(gt_answer, (str, int, float, list, tuple)):
-            raise ValueError(f"Unexpected answer type: {type(gt_answer).__name__}")
-        golds = gt_answer if isinstance(gt_answer, (list, tuple)) else [gt_answer]
-        return em_check(model_answer, [str(g) for g in golds])
 
     def sample_random_action(self) -> str:
         word = self.action_rng.choice(_RANDOM_WORDS)

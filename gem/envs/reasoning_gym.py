@@ -6,15 +6,15 @@ of a task is reasoning-gym's item ``i`` for the env's ``seed`` (it draws it from
 be huge. The answer is the last ``\\boxed{}``.
 
 Rewards: 1 when reasoning-gym scores the answer 1.0, else 0 (``partial_credit=True`` passes
-reasoning-gym's score through, as the original GEM did); no ``\\boxed{}`` scores 0, as in the
-original GEM, or -0.1 with ``use_format_error_reward=True``. ``info["score"]`` is reasoning-gym's
+reasoning-gym's score through); no ``\\boxed{}`` scores 0, or -0.1 with
+``use_format_error_reward=True``. ``info["score"]`` is reasoning-gym's
 score. A scorer that raises is an infrastructure failure, not a wrong answer: the answer is not
 graded (``ungraded_reward``, ``info["correct"] = None``, ``info["grading"] = "error"``) and the
 failure is reported through :func:`gem.errors.report_infra_failure` (``info["infra_error"]``;
-``GEM_STRICT_INFRA=1`` raises it). As in the original GEM, the one step ends with
-``terminated=True`` and ``truncated=True``.
+``GEM_STRICT_INFRA=1`` raises it). The one step ends with ``terminated=True`` and
+``truncated=True`` (GEM's single-step flags).
 
-``reset()`` without a seed walks the items in order, as the original GEM: items ``0..size-1``,
+``reset()`` without a seed walks the items in order: items ``0..size-1``,
 then (unless ``eval=True``, which repeats the same items) the next ``size`` items of the stream,
 and so on. ``reset(seed=s)`` draws one of the ``size`` items from the env's generator.
 """
@@ -30,6 +30,7 @@ from typing import Any, Optional
 
 import reasoning_gym
 
+from gem.compat.reasoning_gym import ReasoningGymCompat
 from gem.envs.single_turn import EVAL_PARAM, SingleTurnEnv
 from gem.errors import report_infra_failure
 from gem.params import Param, check_params
@@ -127,15 +128,15 @@ def dataset_names() -> list[str]:
     return sorted(reasoning_gym.factory.DATASETS)
 
 
-class ReasoningGymEnv(SingleTurnEnv):
+class ReasoningGymEnv(ReasoningGymCompat, SingleTurnEnv):
     """One reasoning-gym task as a single-turn env.
 
     Args:
         name: the reasoning-gym dataset (``rg:<name>``); see ``dataset_names()``.
         size: how many items make one pass (items ``0..size-1``); items are generated on demand,
             so any size costs the same memory.
-        seed: the item set's seed (GEM's default 42); ``gem.make(id, seed=s)`` sets it too, as in
-            the original GEM, and ``env.seed`` reports it.
+        seed: the item set's seed (GEM's default 42); ``gem.make(id, seed=s)`` sets it too, and
+            ``env.seed`` reports it.
         config: extra reasoning-gym config for the dataset (difficulty and so on). For
             ``composite``, ``{"datasets": [name or {"name", "weight", "config"}, ...]}``
             (default: an equal mix of :data:`COMPOSITE_DEFAULT`).
@@ -190,30 +191,18 @@ class ReasoningGymEnv(SingleTurnEnv):
         self._from_pass = False
 
     def _set_default_seed(self, seed: int) -> None:
-        # The original GEM passed make's seed to the constructor: it picks the item set.
+        # make's seed is the item set's seed (the constructor's ``seed``).
         super()._set_default_seed(seed)
         if int(seed) != self.seed:
             self._use_seed(seed)
-
-    @property
-    def dataset(self) -> Any:
-        """reasoning-gym's dataset object for the items ``reset()`` walks now (the original's name)."""
-        return self._pass_ds[1]
-
-    ds = dataset  # the original GEM 0.1.0's name
-
-    @property
-    def data(self) -> dict[str, Any]:
-        """The current item (question, answer, metadata): the original GEM's name for ``item``."""
-        return self.item
 
     def _num_items(self) -> int:
         return min(self.size, len(self._ds))
 
     def _next_in_epoch(self, n: int) -> int:
         # In order, with O(1) memory (the base class would shuffle a list of n indices). Each
-        # pass after the first uses the next n items of the stream (the set seeded seed + pass * n),
-        # as the original GEM; eval repeats the first pass.
+        # pass after the first uses the next n items of the stream (the set seeded seed + pass * n);
+        # eval repeats the first pass.
         pass_no, idx = divmod(self._position, n)
         self._position += 1
         if idx == 0 and self._position > 1:

@@ -285,9 +285,9 @@ def make(env_id: str, **kwargs: Any) -> Env:
     """Build the env registered as ``env_id``; ``kwargs`` override the spec's defaults.
 
     ``seed=`` (as ``make_vec`` passes it) seeds the env's generators, so a later ``reset()``
-    without a seed is reproducible. Unknown ids raise :class:`UnknownEnvError` (a ``KeyError`` and,
-    as in the original GEM, a ``ValueError``) naming the closest ids. A kwarg that the original
-    GEM's envs accept (``ORIGINAL_ENV_KWARGS``) and this env does not use is ignored (logged once);
+    without a seed is reproducible. Unknown ids raise :class:`UnknownEnvError` (a ``KeyError`` and
+    a ``ValueError``) naming the closest ids. A kwarg of :data:`gem.compat.kwargs.ORIGINAL_ENV_KWARGS`
+    that this env does not use is ignored (logged once);
     any other unknown kwarg raises ``ValueError`` naming the accepted ones and the closest match.
     """
     if not isinstance(env_id, str):
@@ -338,7 +338,7 @@ def _accepted_kwargs(factory: Callable[..., Env]) -> Optional[tuple[str, ...]]:
 
 
 def _check_kwargs(env_spec: EnvSpec, factory: Callable[..., Env], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` without the original GEM's kwargs that ``factory`` does not take (logged once);
+    """``kwargs`` without the ``ORIGINAL_KWARG_NAMES`` that ``factory`` does not take (logged once);
     ``ValueError`` with a suggestion for any other name it does not take."""
     try:
         accepted = _accepted_kwargs(factory)

@@ -2,8 +2,8 @@
 
 ``reset`` picks an item (``reset(seed)`` draws its index from the env's generator; ``reset()`` walks
 a shuffled epoch, or the dataset in order with ``eval=True``; ``reset(idx=i)`` takes item ``i``).
-``step`` extracts the answer from the action and scores it. As in the original GEM, the one step
-ends the episode with ``terminated=True, truncated=True``, and the rewards are:
+``step`` extracts the answer from the action and scores it. The one step ends the episode with
+``terminated=True, truncated=True`` (GEM's single-step flags), and the rewards are:
 
 * right: 1 (``success_reward``); wrong: 0;
 * no answer found (no ``\\boxed{}``, no ``<answer>`` tags, no code block): 0, or -0.1 (a format

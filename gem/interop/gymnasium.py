@@ -42,7 +42,7 @@ DEFAULT_MAX_OBSERVATION_CHARS = 1 << 20
 DEFAULT_MAX_ACTION_CHARS = 1 << 14
 SAMPLE_CHARSET = string.printable  # what action_space.sample() draws from
 _SEED_BOUND = 2**31 - 1
-# GEM's single-turn tasks end with terminated and truncated both true (as the original GEM did).
+# GEM's single-turn tasks end with terminated and truncated both true.
 # Gymnasium reads truncated as "cut by a limit before the task ended", so the bridge reports
 # terminated only and keeps GEM's truncated flag under this info key (GymnasiumTextEnv restores it).
 GEM_TRUNCATED_KEY = "gem_truncated"

@@ -116,7 +116,7 @@ class BaseTool(abc.ABC):
             return ToolResult(f'The {call.name or self.tool_type} call needs a string "{key}" argument.\n', True, call)
         return value
 
-    # ----------------------------------------------------------- the original's API
+    # ----------------------------------------------------------- the action interface
     def execute_action(self, action: str) -> tuple[bool, bool, str, str]:
         """Find and run this tool's call in ``action``.
 
@@ -167,7 +167,7 @@ class BaseTool(abc.ABC):
 
         ``ToolEnvWrapper`` calls it when it is given an instance that another live wrapper already
         uses, so every wrapper owns its tool state (a notebook, a session, counters) while the
-        caller may share one instance, as the original GEM's ``partial(ToolEnvWrapper, tools=[tool])``
+        caller may share one instance, as ``partial(ToolEnvWrapper, tools=[tool])`` in ``make_vec``
         does. The default deep-copies the tool, giving it new locks; tools that hold something
         that cannot be copied (a process, a connection) override it.
         """

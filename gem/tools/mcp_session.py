@@ -26,7 +26,7 @@ def is_timeout_error(error: BaseException) -> bool:
     """Whether ``error`` (or the first leaf of an exception group) is a timeout or a dropped connection.
 
     True for ``TimeoutError`` and for errors whose message mentions a timeout, ``ETIMEDOUT`` or
-    ``ECONNRESET``, as the original GEM decided.
+    ``ECONNRESET``.
     """
     error = _leaf(error)
     if isinstance(error, (TimeoutError, asyncio.TimeoutError)):
@@ -211,7 +211,7 @@ async def _call_handler(handler: Callable[..., Any], *args: Any) -> Any:
 
 
 def _session_callbacks(log_handler: Optional[Callable[..., Any]], sampling_handler: Optional[Callable[..., Any]]) -> dict[str, Any]:
-    """``ClientSession`` callbacks that call the original GEM-style handlers (sync or async)."""
+    """``ClientSession`` callbacks that call ``MCPTool``'s handlers (sync or async)."""
     callbacks: dict[str, Any] = {}
     if log_handler is not None:
         async def on_log(params: Any) -> None:

@@ -57,6 +57,7 @@ import threading
 import weakref
 from typing import Any, Callable, Optional, Union
 
+from gem.compat.mcp_tool import MCPToolCompat
 from gem.errors import ResourceUnavailable, missing_extra
 from gem.tools.base_tool import BaseTool
 from gem.tools.function_call import CLOSE_TAG, MAX_CALL_CHARS, OPEN_TAG, parse_tool_call, read_function_call
@@ -94,7 +95,7 @@ def _schemas(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 class MCPConnectionError(ResourceUnavailable, ValueError):
-    """The MCP server(s) could not be reached or listed no tools (a ``ValueError`` too, as in the original GEM)."""
+    """The MCP server(s) could not be reached or listed no tools (a ``ValueError`` too)."""
 
 
 def _require_mcp() -> None:
@@ -104,7 +105,7 @@ def _require_mcp() -> None:
         raise missing_extra("MCPTool", "mcp", "mcp") from exc
 
 
-class MCPTool(BaseTool):
+class MCPTool(MCPToolCompat, BaseTool):
     """Tools of MCP servers, callable with ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``.
 
     The positional order and names of the parameters are the original GEM's (``config, auth,
@@ -453,26 +454,9 @@ class MCPTool(BaseTool):
             text = f"\n<tool_response>\n{text}\n</tool_response>\n"
         return ToolResult(text, has_error, call)
 
-    # ------------------------------------------------------------------ the original's API
-    def get_available_tools(self) -> list[dict[str, Any]]:
-        """The original GEM's view of :meth:`list_tools`: each tool's ``name``, ``description``,
-        ``parameters`` and ``server_info`` (``is_multi_server``, ``servers``, ``detected_server``)."""
-        multi, names = self._is_multi_server(), self._get_server_names()
-        return [
-            {**tool, "server_info": {"is_multi_server": multi, "servers": names, "detected_server": tool["server"]}}
-            for tool in self.list_tools()
-        ]
-
-    def _get_server_names(self) -> list[str]:
-        """The configured servers' names (``["default"]`` for a URL or a single server)."""
-        return list(self.servers)
-
-    def _is_multi_server(self) -> bool:
-        return len(self.servers) > 1
-
     def _get_server_description(self) -> str:
         """One line naming the servers: ``HTTP server 'default' at ...``, a stdio command, or the list."""
-        if self._is_multi_server():
+        if len(self.servers) > 1:
             return f"multi-server configuration with {len(self.servers)} servers: {', '.join(self.servers)}"
         name, server = next(iter(self.servers.items()))
         if server["transport"] == "stdio":

@@ -58,7 +58,7 @@ reported with :func:`gem.errors.report_infra_failure` as ``info["infra_error"]``
 Tools may be given as instances or as factories (a class or any zero-argument callable that
 returns a tool). Every wrapper owns its own tool state: an instance that another live wrapper
 already uses is replaced, for this wrapper, by ``tool.fork()`` (same configuration, its own
-notebook, session and counters), so the original GEM's ``partial(ToolEnvWrapper, tools=[tool])``
+notebook, session and counters), so ``partial(ToolEnvWrapper, tools=[tool])``
 in ``make_vec`` works and no state leaks between envs. Factories build a new tool per wrapper
 directly. ``step`` and ``reset`` hold a per-instance lock, so one wrapper may be driven from
 several threads.
@@ -235,8 +235,7 @@ class ToolEnvWrapper(EnvWrapper):
     def step(self, action: str, verbose: bool = False) -> StepResult:
         """Run the first tool call found in ``action``, or step the inner env with it.
 
-        ``verbose=True`` logs (at INFO, on this module's logger) which tool ran, as the original's
-        flag printed it.
+        ``verbose=True`` logs (at INFO, on this module's logger) which tool ran.
         """
         with self._lock:
             if self._needs_reset and (ended := self._step_without_episode()) is not None:

@@ -89,7 +89,7 @@ def run_and_print_episode_with_selective_step(
 
     ``policy(observations)`` returns one action per env; each step sends a random, non-empty
     subset of them as ``{index: action}`` (each env with probability 1/2, drawn from a generator
-    seeded with ``seed``), as the original GEM's helper of this name did.
+    seeded with ``seed``).
     """
     out = sys.stdout if file is None else file
     rng = np.random.default_rng(seed)

@@ -2,7 +2,7 @@
 
 All functions are pure and linear in the length of the text, so a hostile 10 MB action costs one
 pass, never a quadratic rescan. They return ``None`` when nothing well-formed is found. Parameter
-names are the original GEM's (``extract_last_boxed_answer(solution=...)`` and so on).
+names are GEM's (``extract_last_boxed_answer(solution=...)`` and so on).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What the model is shown for an observation: the env's text plus its instruction.
 
-Envs keep their observation as the original GEM does (``math:Arithmetic`` observes just the
+Envs keep their observation as GEM's envs always have (``math:Arithmetic`` observes just the
 question) and put the answer format in ``info["suffix"]`` (``Put your final answer within
 \\boxed{}.``) and any preamble in ``info["prefix"]``. A model that never sees the suffix cannot know
 the format, so every path that builds a prompt (agents, ``gem eval``, ``gem.rl``, the observation

@@ -4,7 +4,7 @@ Envs never touch the module-global ``random`` or ``numpy.random`` state: each ow
 ``random.Random`` and, when it needs one, a ``numpy.random.Generator``, both derived from the seed
 given to ``reset``. ``set_seed`` is for a user's own script (it seeds the global generators of
 Python, NumPy and torch); GEM itself never calls it. ``np_random``, ``RNG`` and
-``RandomNumberGenerator`` keep the original GEM's (and Gymnasium's) names.
+``RandomNumberGenerator`` are GEM's (and Gymnasium's) names.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def make_np_rng(seed: int) -> Any:
 
 def np_random(seed: Optional[int] = None) -> tuple[Any, Any]:
     """``(numpy.random.Generator, seed)``: a PCG64 generator for ``seed`` and the entropy it was
-    built from (drawn from the OS when ``seed`` is ``None``), as Gymnasium's and the original GEM's.
+    built from (drawn from the OS when ``seed`` is ``None``), as Gymnasium's.
 
     Raises ``ValueError`` unless ``seed`` is ``None`` or a non-negative int.
     """
@@ -49,7 +49,7 @@ def np_random(seed: Optional[int] = None) -> tuple[Any, Any]:
 def set_seed(seed: Optional[int] = None) -> None:
     """Seed the global generators of Python, NumPy and (if imported) torch, for user scripts.
 
-    ``None`` (the default, as in the original GEM) reseeds Python and NumPy from the OS and leaves
+    ``None`` (the default) reseeds Python and NumPy from the OS and leaves
     torch alone.
     """
     random.seed(seed)

@@ -31,13 +31,13 @@ logger = logging.getLogger(__name__)
 def step_reset_env(
     action: str, env: Env, autoreset_mode: Union[str, AutoresetMode], autoreset_env: bool
 ) -> tuple[str, float, bool, bool, dict[str, Any]]:
-    """Step (or auto-reset) one env, as the original GEM's thread workers did.
+    """Step (or auto-reset) one env: a thread worker's step.
 
     ``NEXT_STEP``: when ``autoreset_env`` (the env ended last step) reset it and return its first
     observation with reward 0, otherwise step it. ``SAME_STEP``: step it and, if that ended the
     episode, reset it and return the new first observation and info with the finishing step's
-    reward and flags (the vector envs here also keep ``final_obs``/``final_info``; this function
-    returns exactly what the original's did).
+    reward and flags (the vector envs also keep ``final_obs``/``final_info``; this function
+    does not).
     """
     mode = AutoresetMode.parse(autoreset_mode)
     if mode is AutoresetMode.NEXT_STEP:
@@ -86,8 +86,8 @@ class ThreadVectorEnv(LocalVectorEnv):
         super().__init__(env_ids, env_fns, autoreset_mode, step_timeout)
 
     def _build_envs(self) -> list[Env]:
-        # Env 0 first, alone: a wrapper given one shared object (a tool instance, as the original
-        # GEM allowed) hands it to the first env it wraps, so that must always be env 0.
+        # Env 0 first, alone: a wrapper given one shared object (a tool instance) hands it to
+        # the first env it wraps, so that must always be env 0.
         if not self.env_fns:
             return []
         first = self.env_fns[0]()

@@ -46,7 +46,7 @@ logger = logging.getLogger(__name__)
 
 
 def maybe_add_new_line(text: str) -> str:
-    """``text`` ending with a newline (an empty text stays empty), as the original GEM names it."""
+    """``text`` ending with a newline (an empty text stays empty)."""
     return text if not text or text.endswith("\n") else text + "\n"
 
 
@@ -55,8 +55,8 @@ def assistant_text(action: Any, info: dict[str, Any]) -> str:
     (``info["parsed_action"]``) when there is one, else the action as the agent wrote it.
 
     An env that could not parse a reply reports ``parsed_action=None`` (math, QA, code, logic):
-    the turn is then the raw reply, as in the original GEM (whose single-turn envs set no
-    ``parsed_action``), never ``None``, which a template that joins strings cannot render.
+    the turn is then the raw reply (as for an env that sets no ``parsed_action``), never
+    ``None``, which a template that joins strings cannot render.
     """
     parsed = info.get("parsed_action")
     if isinstance(parsed, str):

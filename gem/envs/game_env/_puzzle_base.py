@@ -43,7 +43,7 @@ class PuzzleEnv(Env, abc.ABC, Generic[MoveT]):
     """
 
     title = "a puzzle"
-    reset_before_first_step = True  # the original GEM reset its puzzles in the constructor
+    reset_before_first_step = True  # a step before reset plays in a fresh episode
     max_turns: int = 1
     turn_count: int = 0
     # A game whose ``_parse`` depends on the answer alone (not the board) sets this to ``{}``: parsed
@@ -197,6 +197,20 @@ def parse_direction(answer: str) -> str:
     if word not in DIRECTIONS:
         raise ValueError(f"{quoted(answer)} is not one of {', '.join(DIRECTIONS)}")
     return word
+
+
+def permutation_parity(target: list[int]) -> int:
+    """The parity (0 even, 1 odd) of the permutation that sends ``i`` to ``target[i]``: its size
+    minus its number of cycles, mod 2."""
+    seen, cycles = [False] * len(target), 0
+    for start in range(len(target)):
+        if not seen[start]:
+            cycles += 1
+            i = start
+            while not seen[i]:
+                seen[i] = True
+                i = target[i]
+    return (len(target) - cycles) % 2
 
 
 def board_lines(observation: str) -> list[str]:

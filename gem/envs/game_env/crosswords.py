@@ -38,7 +38,7 @@ class CrosswordsEnv(LetterGridEnv):
     3 or 4 words with :data:`RANDOM_SPARE_TURNS` more turns than letter cells (the ``-random`` preset).
     """
 
-    reset_before_first_step = True  # the original GEM reset this game in its constructor
+    reset_before_first_step = True  # a step before reset plays in a fresh episode
 
     _pattern = _MOVE
     _suffix = "Enter your next letter."

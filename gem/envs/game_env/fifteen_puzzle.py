@@ -7,7 +7,7 @@ tile left of it. Rewards as in GEM: solving 1; a move 0; a move with no tile to 
 goes on); an answer that cannot be read -0.1 and the episode ends. When the turn limit cuts the
 episode, the reward is the share of cells already right.
 
-Boards come from ``init_algo`` (the original GEM's options), drawn from the env's generator:
+Boards come from ``init_algo``, drawn from the env's generator:
 
 - ``"monte_carlo"`` (default): a random walk from the solved board that never undoes its previous
   step, so the board can be solved in at most as many moves as the walk took. The walk takes
@@ -27,6 +27,7 @@ import heapq
 import math
 from typing import Any, Optional
 
+from gem.compat.fifteen_puzzle import FifteenPuzzleCompat
 from gem.core import Agent
 from gem.envs.game_env._puzzle_base import (
     DIRECTIONS,
@@ -35,6 +36,7 @@ from gem.envs.game_env._puzzle_base import (
     PuzzleEnv,
     board_lines,
     parse_direction,
+    permutation_parity,
     stated_turns,
 )
 from gem.params import Param, check_params, max_turns_param
@@ -54,7 +56,7 @@ def tile_offset(direction: str) -> tuple[int, int]:
     return -dr, -dc
 
 
-class FifteenPuzzleEnv(PuzzleEnv[str]):
+class FifteenPuzzleEnv(FifteenPuzzleCompat, PuzzleEnv[str]):
     """An ``num_rows``-by-``num_rows`` sliding puzzle solvable within ``max_turns`` moves.
 
     ``num_rows=None`` or ``max_turns=None`` draws both per episode from GEM's -random presets.
@@ -62,7 +64,6 @@ class FifteenPuzzleEnv(PuzzleEnv[str]):
     """
 
     _parse_cache: dict[str, str] = {}  # a move depends on the answer alone
-    VALID_INITIALIZATION_ALGOS = list(INIT_ALGOS)  # the original GEM's name
     PARAMS = (
         max_turns_param("moves allowed (None: drawn per episode with num_rows)"),
         Param("num_rows", int, "rows (and columns) of the board (None: drawn per episode)",
@@ -89,11 +90,6 @@ class FifteenPuzzleEnv(PuzzleEnv[str]):
     @property
     def title(self) -> str:  # type: ignore[override]
         return f"the {self.num_rows * self.num_rows - 1}-Puzzle"
-
-    @property
-    def greatest_num(self) -> int:
-        """The largest tile (GEM's name)."""
-        return self.num_rows * self.num_rows - 1
 
     # ----------------------------------------------------------- the game
     def _new_game(self) -> None:
@@ -169,101 +165,6 @@ class FifteenPuzzleEnv(PuzzleEnv[str]):
     def render(self) -> str:
         return _layout(self.num_rows).format(*[_CELLS[v] for v in self.tiles])
 
-    # ------------------------------------------- the original GEM's board and helpers
-    # The original kept the board as rows with None for the gap and its tests call these helpers;
-    # they give the original's results. ``tiles`` is the same board, flat, 0 for the gap.
-    @property
-    def board(self) -> list[list[Optional[int]]]:
-        """The board as the original GEM held it: a list of rows, ``None`` for the gap (a copy).
-
-        Assigning rows (``None`` or 0 for the gap) or a flat list (0 for the gap) sets the board.
-        """
-        n = self.num_rows
-        return [[None if v == GAP else v for v in self.tiles[r * n:(r + 1) * n]] for r in range(n)]
-
-    @board.setter
-    def board(self, value: Any) -> None:
-        self.tiles = self._flat(value)
-
-    def _flat(self, board: Any) -> list[int]:
-        """``board`` (rows or flat; ``None`` or 0 for the gap) as a flat list, checked to be a board."""
-        try:
-            cells = [c for row in board for c in row] if board and isinstance(board[0], (list, tuple)) else list(board)
-            flat = [GAP if c is None else int(c) for c in cells]
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"a board is a list of rows of tiles (None for the gap), got {board!r:.120}") from exc
-        n = self.num_rows
-        if sorted(flat) != list(range(n * n)):
-            raise ValueError(f"a {n}x{n} board holds the tiles 1 to {n * n - 1} and one gap once each, got {board!r:.120}")
-        return flat
-
-    @property
-    def goal_board(self) -> list[list[Optional[int]]]:
-        """The solved board, as rows (the original's attribute)."""
-        return self._generate_goal_board()
-
-    @property
-    def goal_parity(self) -> int:
-        """The solved board's parity (the original's attribute; see :meth:`_get_board_parity`)."""
-        return self._get_board_parity(self._generate_goal_board())
-
-    def _generate_goal_board(self) -> list[list[Optional[int]]]:
-        """The solved board as rows: tiles in order, ``None`` (the gap) bottom-right."""
-        n = self.num_rows
-        tiles: list[Optional[int]] = [*range(1, n * n), None]
-        return [tiles[r * n:(r + 1) * n] for r in range(n)]
-
-    def _get_empty_position(self) -> tuple[int, int]:
-        """(row, column) of the gap."""
-        return divmod(self.tiles.index(GAP), self.num_rows)
-
-    def _has_correct_tiles(self, board: list[list[Optional[int]]]) -> bool:
-        """Whether ``board`` holds each tile and the gap (as the original: the set of cells)."""
-        return {c for row in board for c in row} == set(range(1, self.greatest_num + 1)) | {None}
-
-    def _get_board_parity(self, board: list[list[Optional[int]]]) -> int:
-        """The original's invariant: (parity of the tiles' order + the gap's distance from the
-        top-left corner) mod 2. Every slide keeps it."""
-        cells = [c for row in board for c in row]
-        order = [len(cells) if c is None else c for c in cells]  # the gap sorts last, as in the goal
-        seen, cycles = [False] * len(order), 0
-        for start in range(len(order)):
-            if not seen[start]:
-                cycles += 1
-                i = start
-                while not seen[i]:
-                    seen[i] = True
-                    i = order[i] - 1
-        r, c = divmod(cells.index(None), self.num_rows)
-        return (len(order) - cycles + r + c) % 2
-
-    def _is_solvable(self, board: list[list[Optional[int]]]) -> bool:
-        """Whether slides can bring ``board`` (rows, ``None`` for the gap) to the solved board."""
-        if not self._has_correct_tiles(board):
-            return False
-        return is_solvable(self._flat(board), self.num_rows)
-
-    def _move(self, direction: str) -> bool:
-        """Slide the tile ``direction`` into the gap; ``False`` (nothing moves) where none can."""
-        gap = self.tiles.index(GAP)
-        tile = _targets(self.num_rows)[gap].get(direction) if isinstance(direction, str) else None
-        if tile is None:
-            return False
-        self.tiles[gap], self.tiles[tile] = self.tiles[tile], GAP
-        return True
-
-    def _is_solved(self) -> bool:
-        """Whether the board is solved."""
-        return self._solved()
-
-    def _render_board(self) -> str:
-        """The board as the observation shows it, one row per line."""
-        return self.render() + "\n"
-
-    def _get_soft_reward(self) -> float:
-        """The share of cells already right (the partial credit when the turn limit cuts the episode)."""
-        return self._truncation_reward()
-
     # ---------------------------------------------------------- agents
     def sample_random_action(self) -> str:
         return f"\\boxed{{{self.action_rng.choice(DIRECTIONS)}}}"
@@ -287,17 +188,8 @@ def is_solvable(board: list[int], n: int) -> bool:
     if sorted(board) != list(range(n * n)):
         return False
     target = [n * n - 1 if v == GAP else v - 1 for v in board]  # each cell's tile -> its goal cell
-    seen = [False] * len(target)
-    cycles = 0
-    for start in range(len(target)):
-        if not seen[start]:
-            cycles += 1
-            i = start
-            while not seen[i]:
-                seen[i] = True
-                i = target[i]
     r, c = divmod(board.index(GAP), n)
-    return (len(target) - cycles + (n - 1 - r) + (n - 1 - c)) % 2 == 0
+    return (permutation_parity(target) + (n - 1 - r) + (n - 1 - c)) % 2 == 0
 
 
 def goal_board(n: int) -> list[int]:

@@ -27,7 +27,7 @@ class GuessTheNumberEnv(Env):
     plus one.
     """
 
-    reset_before_first_step = True  # the original GEM reset this game in its constructor
+    reset_before_first_step = True  # a step before reset plays in a fresh episode
     _NUMBER = {"min": -(10**9), "max": 10**9}  # what a client of a server may ask for
     PARAMS = (
         Param("min_number", int, "the smallest number it may be (None: drawn per episode)", nullable=True,

@@ -41,7 +41,7 @@ class HangmanEnv(SecretWordEnv):
     (the ``-random`` preset).
     """
 
-    reset_before_first_step = True  # the original GEM reset this game in its constructor
+    reset_before_first_step = True  # a step before reset plays in a fresh episode
     PARAMS = (
         SECRET_WORD_PARAMS[0],
         Param("hardcore", bool, "secret words from the rare word list"),

@@ -54,7 +54,7 @@ class MastermindEnv(Env):
     :mod:`._shaping`).
     """
 
-    reset_before_first_step = True  # the original GEM reset this game in its constructor
+    reset_before_first_step = True  # a step before reset plays in a fresh episode
     PARAMS = (
         Param("code_length", int, "digits in the code (None: drawn per episode)", min=1, nullable=True,
               client={"max": 8}),

@@ -42,7 +42,7 @@ class MinesweeperEnv(Env):
     cleared board returns 1 in total; ``False`` pays only the win (see :mod:`._shaping`).
     """
 
-    reset_before_first_step = True  # the original GEM reset this game in its constructor
+    reset_before_first_step = True  # a step before reset plays in a fresh episode
     PARAMS = (
         Param("rows", int, "rows of the board (None: drawn per episode)", min=1, max=MAX_SIDE, nullable=True),
         Param("cols", int, "columns of the board (None: drawn per episode)", min=1, max=MAX_SIDE, nullable=True),

@@ -121,7 +121,7 @@ def split_messages(text: str) -> tuple[list[tuple[Optional[str], str]], str]:
 class ActionsNotADict(GemError, TypeError, ValueError):
     """``MultiAgentEnv.step`` got something other than a dict ``{agent: action}``.
 
-    A ``ValueError`` too, as the original GEM raised one.
+    A ``ValueError`` too, as code written for GEM catches.
     """
 
 
@@ -175,8 +175,8 @@ class AgentSelector:
                 self.reinit(self._agents)
 
     def remove_agent(self, agent: str) -> None:
-        """Drop ``agent``. If it held the turn, the agent before it is selected (as in the original
-        GEM), so that the ``next()`` that ends a step reaches the agent after it."""
+        """Drop ``agent``. If it held the turn, the agent before it is selected, so that the
+        ``next()`` that ends a step reaches the agent after it."""
         if agent not in self._agents:
             return
         idx = self._agents.index(agent)

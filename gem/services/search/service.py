@@ -1,6 +1,6 @@
 """The HTTP interface every search server speaks, and the batcher behind it.
 
-``POST /retrieve`` takes JSON (or msgpack, as GEM's original client sends) in either of two shapes:
+``POST /retrieve`` takes JSON (or msgpack, as ``SearchTool`` sends by default) in either of two shapes:
 
 - Search-R1 batch: ``{"queries": ["q1", "q2"], "topk": 3, "return_scores": true}`` ->
   ``{"result": [[{"document": {...}, "score": 1.2}, ...], [...]]}``, one list per query; without
