@@ -431,10 +431,10 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
     return out
 
 
-def load_for_training(args: argparse.Namespace) -> tuple[Any, Any, Any]:
-    """The model (parameters in ``--param-dtype``), its tokenizer, and the dtype the forward passes
-    compute in (``--dtype``; ``auto`` is the checkpoint's stored dtype; parameters stored in bfloat16
-    compute in bfloat16)."""
+def load_for_training(args: argparse.Namespace, model_ref: str | None = None) -> tuple[Any, Any, Any]:
+    """The model ``model_ref`` (default ``--model``) with its parameters in ``--param-dtype``, its
+    tokenizer, and the dtype the forward passes compute in (``--dtype``; ``auto`` is the checkpoint's
+    stored dtype; bfloat16 parameters compute in bfloat16); ``None`` means float32, no autocast."""
     import torch
 
     from gem.rl.hf import compute_context, load_model_and_tokenizer, torch_dtype
@@ -447,12 +447,13 @@ def load_for_training(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         compute_context("cpu", compute)  # rejects dtypes that cannot be computed in
     except ValueError as exc:
         raise SystemExit(f"gem train: --dtype: {exc}") from None
+    model_ref = args.model if model_ref is None else model_ref
     if args.dtype == "auto":  # the checkpoint's own dtype decides the compute dtype
-        model, tokenizer = load_model_and_tokenizer(args.model, seed=args.seed, dtype="auto")
+        model, tokenizer = load_model_and_tokenizer(model_ref, seed=args.seed, dtype="auto")
         compute = next(model.parameters()).dtype
         model.to(torch_dtype(param_name))
     else:
-        model, tokenizer = load_model_and_tokenizer(args.model, seed=args.seed, dtype=param_name)
+        model, tokenizer = load_model_and_tokenizer(model_ref, seed=args.seed, dtype=param_name)
     if compute in (None, torch.float32) and param_name != "float32":
         compute = torch_dtype(param_name)
     return model, tokenizer, (None if compute == torch.float32 else compute)

@@ -31,18 +31,18 @@ def _record_logits(model, seen: list) -> None:
         lambda _m, _i, out: seen.append((out.dtype, torch.is_grad_enabled())))
 
 
-def _train(tmp_path, monkeypatch, extra: list[str]):
-    """A 3-step REINFORCE run of the tiny model at ``--lr 1e-5``; returns (saved weights, start
-    weights, what the update saw, the logits dtypes seen, metrics rows)."""
+def _train(tmp_path, monkeypatch, extra: list[str], model_ref: str = "tiny"):
+    """A 3-step REINFORCE run of ``model_ref`` (the tiny model or a checkpoint of it) at ``--lr 1e-5``;
+    returns (saved weights, start weights, what the update saw, the logits dtypes seen, metrics rows)."""
     from safetensors.torch import load_file
 
     logits_seen: list = []
-    real_build = hf.build_tiny_model
+    real_load = hf.load_model_and_tokenizer
 
-    def build(*a, **kw):
-        model = real_build(*a, **kw)
+    def load(*a, **kw):
+        model, tok = real_load(*a, **kw)
         _record_logits(model, logits_seen)
-        return model
+        return model, tok
 
     updates = []
     real_update = train_mod.update
@@ -54,16 +54,16 @@ def _train(tmp_path, monkeypatch, extra: list[str]):
                         "stats": stats})
         return stats
 
-    monkeypatch.setattr(hf, "build_tiny_model", build)
+    monkeypatch.setattr(hf, "load_model_and_tokenizer", load)
     monkeypatch.setattr(train_mod, "update", spy)
     out = tmp_path / "run"
-    code = train_mod.main(["--model", "tiny", "--env", ENV, "--algo", "reinforce", "--steps", "3", "--num-envs", "4",
+    code = train_mod.main(["--model", model_ref, "--env", ENV, "--algo", "reinforce", "--steps", "3", "--num-envs", "4",
                            "--group-size", "1", "--max-new-tokens", "8", "--lr", "1e-5", "--save-every", "0",
                            "--quiet", "--threads", "1", "--output-dir", str(out), *extra])
     assert code == 0
     rows = list(csv.DictReader((out / "metrics.csv").open()))
     saved = load_file(str(out / "final" / "model.safetensors"))
-    start = real_build(get_tiny_tokenizer(), seed=0).state_dict()
+    start = build_tiny_model(get_tiny_tokenizer(), seed=0).state_dict()
     return saved, start, updates, logits_seen, rows
 
 
@@ -114,6 +114,23 @@ def test_float16_uses_a_grad_scaler_and_float32_master_weights(tmp_path, monkeyp
     assert all(math.isfinite(float(r["loss"])) for r in rows if r["skipped"] == "0")
     assert {t.dtype for t in saved.values()} == {torch.float32}
     assert _changed_share(saved, start) > 0.9
+
+
+def test_auto_computes_in_the_checkpoints_dtype_with_float32_master_weights(tmp_path, monkeypatch, tokenizer):
+    """A checkpoint stored in bfloat16 (as many hub models are): ``--dtype auto`` computes in bfloat16,
+    the parameters are trained (and saved) in float32; without ``--dtype`` it computes in float32."""
+    ckpt = tmp_path / "ckpt"
+    build_tiny_model(tokenizer, seed=0).to(torch.bfloat16).save_pretrained(str(ckpt))
+    tokenizer.save_pretrained(str(ckpt))
+    saved, start, updates, logits_seen, _ = _train(tmp_path / "auto", monkeypatch, ["--dtype", "auto"], str(ckpt))
+    assert all(u["params"] == {torch.float32} and u["state"] == {torch.float32} for u in updates)
+    assert {d for d, _ in logits_seen} == {torch.bfloat16}
+    assert {t.dtype for t in saved.values()} == {torch.float32}
+    bf16_start = {k: v.to(torch.bfloat16).float() for k, v in start.items()}
+    assert _changed_share(saved, bf16_start) > 0.99
+    _, _, updates, logits_seen, _ = _train(tmp_path / "default", monkeypatch, [], str(ckpt))
+    assert {d for d, _ in logits_seen} == {torch.float32}
+    assert all(u["params"] == {torch.float32} for u in updates)
 
 
 def test_bad_param_dtype_is_a_clear_error(tmp_path, capsys):
