@@ -76,12 +76,14 @@ def evaluate(
     temperature: float = 1.0,
     sample_seed: int = 0,
     sampler: str = "plain",
+    compute_dtype: Any = None,
 ) -> dict[str, Any]:
     """Episodes of ``model`` on ``env_id`` for ``n`` held-out seeds; see :func:`summarize`.
 
     Greedy by default; ``greedy=False`` samples at ``temperature`` from a generator seeded with
     ``sample_seed`` (the same draws before and after training, for a given model). ``progress``,
-    when given, is called with the number of episodes finished so far.
+    when given, is called with the number of episodes finished so far. ``compute_dtype``
+    (``"bfloat16"``, ``"float16"``) samples under ``torch.autocast`` (see :class:`gem.rl.hf.HFPolicy`).
     """
     from gem.rl.hf import HFPolicy
     from gem.rl.collect import collect_episodes
@@ -92,7 +94,7 @@ def evaluate(
     seeds = eval_seeds(n, seed_base)
     policy = HFPolicy(model, tokenizer, max_new_tokens=max_new_tokens, max_prompt_tokens=max_prompt_tokens,
                       apply_chat_template=chat, greedy=greedy, temperature=temperature, seed=sample_seed,
-                      sampler=sampler)
+                      sampler=sampler, compute_dtype=compute_dtype)
     fns = []
     if wrappers:
         from gem.wrappers.wrapper_factory import get_wrapper_fns

@@ -5,6 +5,7 @@ Imports torch and transformers; ``import gem`` never imports this module.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -51,6 +52,22 @@ def torch_dtype(name: str | None) -> Any:
     if not isinstance(value, torch.dtype) or not value.is_floating_point:
         raise ValueError(f"Unknown dtype {name!r}; choose one of: {', '.join(DTYPES)}.")
     return value
+
+
+AUTOCAST_DTYPES = ("float16", "bfloat16")
+
+
+def compute_context(device: Any, dtype: Any) -> Any:
+    """The context that runs forward passes on ``device`` in ``dtype``: ``torch.autocast`` for
+    ``float16`` and ``bfloat16`` (matrix products in that dtype, the parameters untouched); for
+    ``None`` or ``float32`` a no-op (the parameters' own dtype)."""
+    if isinstance(dtype, str):
+        dtype = torch_dtype(dtype)
+    if dtype is None or dtype == torch.float32:
+        return contextlib.nullcontext()
+    if dtype not in (torch.float16, torch.bfloat16):
+        raise ValueError(f"Cannot compute in {dtype}; choose one of: float32, {', '.join(AUTOCAST_DTYPES)}.")
+    return torch.autocast(torch.device(device).type, dtype=dtype)
 
 
 def load_model_and_tokenizer(model: str, seed: int = 0, dtype: str | None = None) -> tuple[Any, Any]:
@@ -114,7 +131,7 @@ def sequence_forward(
     ids, attn = pad_batch(seqs, pad_id)
     ids, attn = ids.to(device), attn.to(device)
     out = model(input_ids=ids, attention_mask=attn, output_hidden_states=value_head is not None)
-    logits = out.logits / temperature
+    logits = out.logits
     width = max((len(r) for r in response_ids), default=0)
     width = max(width, 1)
     b = len(seqs)
@@ -128,12 +145,13 @@ def sequence_forward(
             mask[i, :n] = 1.0
             gather_pos[i, :n] = torch.arange(len(p) - 1, len(p) - 1 + n, device=device)
     picked = logits.gather(1, gather_pos.unsqueeze(-1).expand(-1, -1, logits.shape[-1]))
-    logprobs = token_logprobs(picked, resp) * mask
+    logprobs = token_logprobs(picked.float() / temperature, resp) * mask  # float32 under autocast too
     values = None
     if value_head is not None:
         hidden = out.hidden_states[-1]
         last = torch.tensor([len(p) - 1 for p in prompt_ids], device=device)
-        values = value_head(hidden[torch.arange(b, device=device), last].float()).squeeze(-1)
+        with torch.autocast(device.type, enabled=False):  # the critic's head in its own (float32) dtype
+            values = value_head(hidden[torch.arange(b, device=device), last].float()).squeeze(-1)
     return logprobs, mask, values
 
 
@@ -171,7 +189,7 @@ def sequence_forward_prefix(
         logits = torch.cat([first.unsqueeze(1), rest], dim=1)
     else:
         logits = first.unsqueeze(1)
-    logprobs = token_logprobs(logits / temperature, resp) * mask
+    logprobs = token_logprobs(logits.float() / temperature, resp) * mask
     return logprobs, mask
 
 
@@ -192,6 +210,9 @@ class HFPolicy:
         seed: seeds the policy's own ``torch.Generator``; torch's global random state is never
             changed (``generate`` runs under ``torch.random.fork_rng``).
         greedy: decode greedily instead of sampling.
+        compute_dtype: ``"bfloat16"`` or ``"float16"`` runs the forward passes under
+            ``torch.autocast`` in that dtype while the parameters keep theirs (mixed precision);
+            ``None`` or ``"float32"``: the parameters' own dtype. Log-probs are float32 either way.
     """
 
     def __init__(
@@ -207,6 +228,7 @@ class HFPolicy:
         compile: bool = False,
         seed: int = 0,
         greedy: bool = False,
+        compute_dtype: Any = None,
     ) -> None:
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens!r}.")
@@ -226,6 +248,12 @@ class HFPolicy:
         self.static = StaticSampler(model, compile=compile) if sampler == "static" else None
         device = next(model.parameters()).device
         self.generator = torch.Generator(device=device).manual_seed(seed)
+        self.compute_dtype = torch_dtype(compute_dtype) if isinstance(compute_dtype, str) else compute_dtype
+        compute_context(device, self.compute_dtype)  # an unknown dtype fails here, not mid-rollout
+
+    def autocast(self) -> Any:
+        """The context the policy's forward passes run in (see ``compute_dtype``)."""
+        return compute_context(next(self.model.parameters()).device, self.compute_dtype)
 
     def render(self, prompt: str) -> str:
         """The text the model reads: ``prompt`` as a user turn of the chat template (when used)."""
@@ -244,21 +272,9 @@ class HFPolicy:
         prompt_ids = [self.encode_prompt(p) for p in prompts]
         was_training = self.model.training
         self.model.eval()
-        kwargs = dict(max_new_tokens=self.max_new_tokens, pad_id=self.pad_id, eos_id=self.eos_id,
-                      temperature=self.temperature, greedy=self.greedy, generator=self.generator)
         try:
-            if self.static is not None:
-                responses, logprobs = self.static.sample(prompt_ids, **kwargs)
-            elif self.sampler == "prefix":
-                responses, logprobs = sample_prefix(self.model, prompt_ids, **kwargs)
-            else:
-                responses, logprobs = sample_plain(self.model, prompt_ids, **kwargs), None
-            values = None
-            if logprobs is None or self.value_head is not None:
-                lp, _, values = sequence_forward(
-                    self.model, prompt_ids, responses, self.pad_id, self.temperature, self.value_head
-                )
-                logprobs = [lp[i, :len(r)].tolist() for i, r in enumerate(responses)]
+            with self.autocast():
+                responses, logprobs, values = self._sample(prompt_ids)
         finally:
             if was_training:
                 self.model.train()
@@ -267,3 +283,21 @@ class HFPolicy:
             text = self.tokenizer.decode(r, skip_special_tokens=True)
             gens.append(Generation(p, r, logprobs[i], text, None if values is None else float(values[i])))
         return gens
+
+    def _sample(self, prompt_ids: list[list[int]]) -> tuple[list[list[int]], list[list[float]], Any]:
+        """Responses, their log-probs and (with a value head) the prompts' values."""
+        kwargs = dict(max_new_tokens=self.max_new_tokens, pad_id=self.pad_id, eos_id=self.eos_id,
+                      temperature=self.temperature, greedy=self.greedy, generator=self.generator)
+        if self.static is not None:
+            responses, logprobs = self.static.sample(prompt_ids, **kwargs)
+        elif self.sampler == "prefix":
+            responses, logprobs = sample_prefix(self.model, prompt_ids, **kwargs)
+        else:
+            responses, logprobs = sample_plain(self.model, prompt_ids, **kwargs), None
+        values = None
+        if logprobs is None or self.value_head is not None:
+            lp, _, values = sequence_forward(
+                self.model, prompt_ids, responses, self.pad_id, self.temperature, self.value_head
+            )
+            logprobs = [lp[i, :len(r)].tolist() for i, r in enumerate(responses)]
+        return responses, logprobs, values

@@ -71,8 +71,7 @@ def _curve(metrics_csv: Path) -> list[dict[str, Any]]:
 def learn(args: argparse.Namespace, command: str, progress_factory: Any = None) -> dict[str, Any]:
     """Evaluate, train, evaluate, write the record and the PNG; returns the record."""
     from gem.rl.evaluate import evaluate
-    from gem.rl.hf import load_model_and_tokenizer
-    from gem.rl.train import _samplers, train
+    from gem.rl.train import _samplers, load_for_training, train
 
     if args.eval_episodes < 1:
         raise SystemExit(f"--eval-episodes must be at least 1, got {args.eval_episodes}.")
@@ -86,12 +85,13 @@ def learn(args: argparse.Namespace, command: str, progress_factory: Any = None) 
                        sampler="prefix" if _samplers(args)[0] == "prefix" else "plain")
 
     def run_eval(model_ref: str, label: str) -> dict[str, Any]:
-        model, tokenizer = load_model_and_tokenizer(model_ref, seed=args.seed, dtype=args.dtype)
+        model, tokenizer, compute_dtype = load_for_training(args, model_ref)  # the trainer's precision
         model.to(args.device)
         bar = progress_factory(args.eval_episodes, f"eval {label}") if progress_factory else None
         try:
             result = evaluate(model, tokenizer, args.env, args.eval_episodes,
-                              progress=(lambda k: bar.update(k - bar.n)) if bar else None, **eval_kwargs)
+                              progress=(lambda k: bar.update(k - bar.n)) if bar else None,
+                              compute_dtype=compute_dtype, **eval_kwargs)
         finally:
             if bar is not None:
                 bar.close()

@@ -155,7 +155,9 @@ class StaticSampler:
         ids, attn = ids.to(device), attn.to(device)
         batch, width = ids.shape
         total = width + max_new_tokens
-        cache = self._cache(batch, total, device, param.dtype)
+        # the cache holds keys and values in the dtype the forward computes in (autocast's, when on)
+        dtype = torch.get_autocast_dtype(device.type) if torch.is_autocast_enabled(device.type) else param.dtype
+        cache = self._cache(batch, total, device, dtype)
         mask = torch.zeros((batch, total), dtype=torch.long, device=device)
         mask[:, :width] = attn
         pos = (attn.cumsum(-1) - 1).clamp(min=0)

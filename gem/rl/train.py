@@ -45,6 +45,7 @@ CSV_FIELDS = ["step", "mean_return", "success_rate", "mean_turns", "transitions"
               "mean_advantage", "seconds", "skipped", "sample_seconds", "update_seconds", "response_tokens"]
 SAMPLER_CHOICES = ("auto", "plain", "static", "prefix")
 SKIP_NOTE = "skipped: no learning signal (all advantages are zero)"
+PARAM_DTYPES = ("float32", "bfloat16")
 
 
 def default_threads() -> int:
@@ -100,7 +101,12 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--quiet", action="store_true", help="no progress bar and no per-step log lines")
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default=None,
-                   help="the model's parameter dtype: float32, float16, bfloat16 or auto (the checkpoint's)")
+                   help="the dtype the forward passes compute in: float32 (default), bfloat16 or float16 (mixed "
+                        "precision: torch.autocast, float32 parameters and optimizer state; float16 adds a "
+                        "gradient scaler) or auto (the checkpoint's stored dtype)")
+    p.add_argument("--param-dtype", choices=PARAM_DTYPES, default="float32",
+                   help="the dtype of the trained parameters, AdamW's state and the saved checkpoints; bfloat16 "
+                        "halves their memory but loses updates smaller than bfloat16's rounding (see docs/rl.md)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output-dir", default="runs/gem-rl")
     p.add_argument("--save-every", type=int, default=50, help="checkpoint every N steps (0: only at the end)")
@@ -177,11 +183,16 @@ def _save(model: Any, tokenizer: Any, value_head: Any, path: Path) -> None:
 
 
 def update(model: Any, value_head: Any, optimizer: Any, transitions: Sequence[Any], args: argparse.Namespace,
-           pad_id: int) -> dict[str, float]:
-    """``args.epochs`` passes of the policy (and value) loss over ``transitions``; returns mean losses."""
+           pad_id: int, compute_dtype: Any = None, scaler: Any = None) -> dict[str, float]:
+    """``args.epochs`` passes of the policy (and value) loss over ``transitions``; returns mean losses.
+
+    The forward passes run in ``compute_dtype`` (``torch.autocast`` for bfloat16 and float16; see
+    :func:`gem.rl.hf.compute_context`), the losses and the optimizer step in the parameters' dtype.
+    ``scaler``, a ``torch.amp.GradScaler``, scales the loss before the backward pass (float16).
+    """
     import torch
 
-    from gem.rl.hf import sequence_forward, sequence_forward_prefix
+    from gem.rl.hf import compute_context, sequence_forward, sequence_forward_prefix
     from gem.rl.losses import ppo_loss, reinforce_loss, value_loss
 
     params = [p for p in model.parameters() if p.requires_grad]
@@ -197,15 +208,17 @@ def update(model: Any, value_head: Any, optimizer: Any, transitions: Sequence[An
         for start in range(0, len(order), args.minibatch):
             batch = [transitions[i] for i in order[start:start + args.minibatch]]
             batch_idx = order[start:start + args.minibatch]
-            if getattr(args, "sampler", "auto") == "prefix" and args.algo != "ppo":
-                logp, mask = sequence_forward_prefix(
-                    model, [t.prompt_ids for t in batch], [t.response_ids for t in batch], pad_id, args.temperature)
-                values = None
-            else:
-                logp, mask, values = sequence_forward(
-                    model, [t.prompt_ids for t in batch], [t.response_ids for t in batch], pad_id,
-                    args.temperature, value_head if args.algo == "ppo" else None,
-                )
+            with compute_context(device, compute_dtype):
+                if getattr(args, "sampler", "auto") == "prefix" and args.algo != "ppo":
+                    logp, mask = sequence_forward_prefix(
+                        model, [t.prompt_ids for t in batch], [t.response_ids for t in batch], pad_id,
+                        args.temperature)
+                    values = None
+                else:
+                    logp, mask, values = sequence_forward(
+                        model, [t.prompt_ids for t in batch], [t.response_ids for t in batch], pad_id,
+                        args.temperature, value_head if args.algo == "ppo" else None,
+                    )
             adv = torch.tensor([t.advantage for t in batch], dtype=torch.float32, device=device)
             # the loss is a mean over the masked tokens of the minibatch, weighted by its share of the batch
             weight = len(batch) / len(transitions)
@@ -224,10 +237,17 @@ def update(model: Any, value_head: Any, optimizer: Any, transitions: Sequence[An
             else:
                 loss = reinforce_loss(logp, adv, mask)
                 total = loss
-            (total * weight).backward()
+            scaled = total * weight
+            (scaled if scaler is None else scaler.scale(scaled)).backward()
             losses.append(float(loss.detach()))
-        torch.nn.utils.clip_grad_norm_(params, args.max_grad_norm)
-        optimizer.step()
+        if scaler is None:
+            torch.nn.utils.clip_grad_norm_(params, args.max_grad_norm)
+            optimizer.step()
+        else:  # unscale first so the clip sees the true norm; a step with inf/nan gradients is skipped
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(params, args.max_grad_norm)
+            scaler.step(optimizer)
+            scaler.update()
         optimizer.zero_grad(set_to_none=True)
     return {"loss": float(sum(losses) / max(len(losses), 1)),
             "value_loss": float(sum(vlosses) / len(vlosses)) if vlosses else float("nan")}
@@ -328,18 +348,17 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
     """
     torch = _import_torch()
 
-    from gem.rl.hf import HFPolicy, load_model_and_tokenizer, torch_dtype
+    from gem.rl.hf import HFPolicy
     from gem.rl.collect import assign_advantages, collect_episodes, episode_stats
 
     _validate(args)
-    try:
-        torch_dtype(args.dtype)
-    except ValueError as exc:
-        raise SystemExit(f"gem train: --dtype: {exc}") from None
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    model, tokenizer = load_model_and_tokenizer(args.model, seed=args.seed, dtype=args.dtype)
+    model, tokenizer, compute_dtype = load_for_training(args)
     model.to(args.device)
+    scaler = None
+    if compute_dtype == torch.float16:  # float16's narrow range: scale the loss so gradients do not underflow
+        scaler = torch.amp.GradScaler(torch.device(args.device).type)
     trainable = freeze_all_but_last(model, getattr(args, "train_layers", 0))
     logger.info("%d of %d parameters are trained", trainable, sum(p.numel() for p in model.parameters()))
     value_head = None
@@ -355,7 +374,7 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
                                   apply_chat_template=chat, seed=args.seed)
     kind, compile_ = _samplers(args)
     hf_policy = HFPolicy(model, tokenizer, args.max_new_tokens, args.temperature, args.max_prompt_tokens, chat,
-                         value_head, sampler=kind, compile=compile_, seed=args.seed)
+                         value_head, sampler=kind, compile=compile_, seed=args.seed, compute_dtype=compute_dtype)
     if args.rollout != "vllm":
         sampler = hf_policy
     params = [p for p in model.parameters() if p.requires_grad]
@@ -383,7 +402,8 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
             stats = episode_stats(episodes)
             skipped = not transitions or not has_signal(transitions, args.algo)
             t_update = time.perf_counter()
-            losses = {} if skipped else update(model, value_head, optimizer, transitions, args, hf_policy.pad_id)
+            losses = {} if skipped else update(model, value_head, optimizer, transitions, args, hf_policy.pad_id,
+                                               compute_dtype=compute_dtype, scaler=scaler)
             t_done = time.perf_counter()
             if args.rollout == "vllm" and not skipped:
                 sampler.load_weights(model)
@@ -411,13 +431,41 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
     return out
 
 
+def load_for_training(args: argparse.Namespace, model_ref: str | None = None) -> tuple[Any, Any, Any]:
+    """The model ``model_ref`` (default ``--model``) with its parameters in ``--param-dtype``, its
+    tokenizer, and the dtype the forward passes compute in (``--dtype``; ``auto`` is the checkpoint's
+    stored dtype; bfloat16 parameters compute in bfloat16); ``None`` means float32, no autocast."""
+    import torch
+
+    from gem.rl.hf import compute_context, load_model_and_tokenizer, torch_dtype
+
+    param_name = getattr(args, "param_dtype", "float32")
+    if param_name not in PARAM_DTYPES:
+        raise SystemExit(f"gem train: --param-dtype must be one of: {', '.join(PARAM_DTYPES)}; got {param_name!r}.")
+    try:
+        compute = torch_dtype(args.dtype)
+        compute_context("cpu", compute)  # rejects dtypes that cannot be computed in
+    except ValueError as exc:
+        raise SystemExit(f"gem train: --dtype: {exc}") from None
+    model_ref = args.model if model_ref is None else model_ref
+    if args.dtype == "auto":  # the checkpoint's own dtype decides the compute dtype
+        model, tokenizer = load_model_and_tokenizer(model_ref, seed=args.seed, dtype="auto")
+        compute = next(model.parameters()).dtype
+        model.to(torch_dtype(param_name))
+    else:
+        model, tokenizer = load_model_and_tokenizer(model_ref, seed=args.seed, dtype=param_name)
+    if compute in (None, torch.float32) and param_name != "float32":
+        compute = torch_dtype(param_name)
+    return model, tokenizer, (None if compute == torch.float32 else compute)
+
+
 def _fill_values(policy: Any, episodes: Sequence[Any]) -> None:
     import torch
 
     from gem.rl.hf import sequence_forward
 
     trans = [t for ep in episodes for t in ep.transitions]
-    with torch.no_grad():
+    with torch.no_grad(), policy.autocast():
         for start in range(0, len(trans), 16):
             chunk = trans[start:start + 16]
             _, _, values = sequence_forward(policy.model, [t.prompt_ids for t in chunk],

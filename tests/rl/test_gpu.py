@@ -27,6 +27,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 import gem
+import gem.rl.hf as hf_mod
 import gem.rl.train as train_mod
 from gem.rl.estimators import ALGORITHMS
 from gem.rl.hf import HFPolicy, build_tiny_model, sequence_forward
@@ -108,20 +109,38 @@ TRAIN_CASES = [(a, s, "primed") for a in ALGORITHMS for s in ("plain", "static",
 TRAIN_CASES += [("reinforce", "auto", "tiny")]
 
 
+def _record_logits(model, seen: list) -> None:
+    """Records (logits dtype, grad enabled) of every forward pass of ``model``'s output layer."""
+    model.get_output_embeddings().register_forward_hook(
+        lambda _m, _i, out: seen.append((out.dtype, torch.is_grad_enabled())))
+
+
 @pytest.mark.parametrize("algo,sampler,model", TRAIN_CASES)
 def test_trainer_trains_on_the_device_in_bfloat16(tmp_path, monkeypatch, tokenizer, primed_dir, algo, sampler, model):
+    """``--dtype bfloat16`` is mixed precision: the sampling and loss forward passes compute in
+    bfloat16 (autocast), the parameters and AdamW's state stay float32 on the device."""
     seen = []
     real_update = train_mod.update
 
-    def spy(model_, value_head, optimizer, transitions, args, pad_id):
-        stats = real_update(model_, value_head, optimizer, transitions, args, pad_id)
+    def spy(model_, value_head, optimizer, transitions, args, pad_id, **kw):
+        stats = real_update(model_, value_head, optimizer, transitions, args, pad_id, **kw)
         params = list(model_.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
         state = [t for s in optimizer.state.values() for t in s.values() if torch.is_tensor(t) and t.dim() > 0]
         seen.append({"devices": {p.device.type for p in params} | {t.device.type for t in state},
-                     "lm_dtypes": {p.dtype for p in model_.parameters()},
+                     "dtypes": {p.dtype for p in params} | {t.dtype for t in state},
                      "finite": all(bool(torch.isfinite(p).all()) for p in params), "stats": stats})
         return stats
 
+    logits_seen: list = []
+    if sampler != "auto":  # the compiled (CUDA-graph) decode step runs without Python hooks
+        real_load = hf_mod.load_model_and_tokenizer
+
+        def load(*a, **kw):
+            lm, tok = real_load(*a, **kw)
+            _record_logits(lm, logits_seen)
+            return lm, tok
+
+        monkeypatch.setattr(hf_mod, "load_model_and_tokenizer", load)
     monkeypatch.setattr(train_mod, "update", spy)
     out = tmp_path / "run"
     ref = "tiny" if model == "tiny" else str(primed_dir)
@@ -143,22 +162,23 @@ def test_trainer_trains_on_the_device_in_bfloat16(tmp_path, monkeypatch, tokeniz
     assert len(seen) == len(trained_rows)
     for s in seen:
         assert s["devices"] == {torch.device(DEVICE).type}, s
-        assert s["lm_dtypes"] == {torch.bfloat16}, s
+        assert s["dtypes"] == {torch.float32}, s  # master weights and optimizer state
         assert s["finite"] and math.isfinite(s["stats"]["loss"]), s
         if algo == "ppo":
             assert math.isfinite(s["stats"]["value_loss"]), s
 
-    trained = _load(out / "final", torch.bfloat16)
-    if model == "tiny":
-        start = build_tiny_model(tokenizer, seed=0).to(torch.bfloat16)
-    else:
-        start = _load(primed_dir, torch.bfloat16)
+    if sampler != "auto":  # sampling (no grad) and the loss (grad) computed their logits in bfloat16
+        assert {d for d, grad in logits_seen if not grad} == {torch.bfloat16}
+        assert {d for d, grad in logits_seen if grad} == {torch.bfloat16}
+    trained = _load(out / "final")
+    assert {p.dtype for p in trained.parameters()} == {torch.float32}  # saved as the float32 master weights
+    start = build_tiny_model(tokenizer, seed=0) if model == "tiny" else _load(primed_dir)
     changed = total = 0
     for a, b in zip(trained.parameters(), start.parameters()):
         assert bool(torch.isfinite(a).all())
         changed += int((a != b).sum())
         total += a.numel()
-    assert changed > 0, "no parameter moved"
+    assert changed / total > 0.95, f"only {changed} of {total} parameters moved"
     if algo == "ppo":
         head = torch.load(out / "final" / "value_head.pt", map_location="cpu")
         assert any(bool(v.abs().sum() > 0) for v in head.values())  # the zero-initialised critic learned
@@ -218,12 +238,17 @@ def test_seeded_sampling_on_the_device_is_reproducible(tokenizer, dtype):
 
 
 @pytest.mark.parametrize("sampler", ["plain", "static", "prefix"])
-def test_policy_on_the_device_samples_with_logprobs(tokenizer, sampler):
-    model = build_tiny_model(tokenizer, seed=0).to(DEVICE, torch.bfloat16)
-    policy = HFPolicy(model, tokenizer, max_new_tokens=8, sampler=sampler, seed=1)
+def test_policy_on_the_device_samples_in_bfloat16_with_logprobs(tokenizer, sampler):
+    """float32 weights, bfloat16 compute (the trainer's ``--dtype bfloat16``)."""
+    model = build_tiny_model(tokenizer, seed=0).to(DEVICE)
+    seen: list = []
+    _record_logits(model, seen)
+    policy = HFPolicy(model, tokenizer, max_new_tokens=8, sampler=sampler, seed=1, compute_dtype="bfloat16")
     assert policy.generator.device.type == torch.device(DEVICE).type
     gens = policy.generate(_guess_prompts(2))
-    again = HFPolicy(model, tokenizer, max_new_tokens=8, sampler=sampler, seed=1).generate(_guess_prompts(2))
+    assert seen and {d for d, _ in seen} == {torch.bfloat16}
+    again = HFPolicy(model, tokenizer, max_new_tokens=8, sampler=sampler, seed=1,
+                     compute_dtype="bfloat16").generate(_guess_prompts(2))
     assert [g.response_ids for g in gens] == [g.response_ids for g in again]
     for g in gens:
         assert 1 <= len(g.response_ids) == len(g.logprobs) <= 8
@@ -245,8 +270,8 @@ def test_greedy_evaluation_on_the_device_equals_the_cpus(tokenizer, primed, samp
 def test_sampled_evaluation_in_bfloat16_on_the_device_is_reproducible(tokenizer, primed):
     from gem.rl.evaluate import evaluate
 
-    model = copy.deepcopy(primed).to(DEVICE, torch.bfloat16)
-    kw = dict(batch=8, max_new_tokens=16, greedy=False, sample_seed=4)
+    model = copy.deepcopy(primed).to(DEVICE)
+    kw = dict(batch=8, max_new_tokens=16, greedy=False, sample_seed=4, compute_dtype="bfloat16")
     first = evaluate(model, tokenizer, ENV, 8, **kw)
     assert first["n"] == 8 and math.isfinite(first["mean_return"])
     assert evaluate(model, tokenizer, ENV, 8, **kw) == first
