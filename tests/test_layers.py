@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("registration", "EnvSpec, the id table, make, plugin discovery"),
     ("data", "datasets: hub id, local file or bundled name -> rows"),
     ("sandbox", "running untrusted code with limits; the shell runtime"),
-    ("grading", "math answers and grading, QA metrics"),
+    ("grading", "math answers and grading, QA metrics, the code test runner: one result type"),
     ("tools", "tools an agent calls and ToolEnvWrapper"),
     ("http", "the server's wire: protocol, request limits, the RemoteEnv client"),
     ("services", "servers the tools talk to: retrieval, search proxies, MCP"),
@@ -76,6 +76,7 @@ LAYER_OF: dict[str, str] = {
     "gem/utils/math_": "grading",
     "gem/utils/_math_grader_worker.py": "grading",
     "gem/utils/qa_em.py": "grading",
+    "gem/grading/": "grading",  # the graders' home; the gem/utils rows above are their former paths
     "gem/tools/": "tools",
     "gem/server/protocol.py": "http",
     "gem/server/limits.py": "http",
