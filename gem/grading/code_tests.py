@@ -8,8 +8,8 @@ limits and returns a :class:`~gem.grading.result.GradeResult`: ``correct`` when 
 exceeded"``, ``"output limit exceeded"``, ``"ungraded"``, or ``None`` for a test not run). With
 ``reward_mode="all"`` the first failing test stops the run.
 
-Test layouts (both as GEM's data has them, as a JSON string or already parsed; :func:`normalize_tests`
-reads them):
+Test layouts (both as the code datasets have them, as a JSON string or already parsed;
+:func:`normalize_tests` reads them):
 
 * ``{"inputs": [...], "outputs": [...]}`` (CodeContests, TACO, APPS); with ``"fn_name"`` the tests
   call that function (or ``Solution().<fn_name>``) with ``inputs[i]`` as the argument list;
@@ -92,10 +92,10 @@ def _as_text(value: Any) -> str:
 
 
 def normalize_tests(tests: Any, max_tests: int | None = None) -> list[dict[str, Any]]:
-    """GEM's test layouts -> ``[{"kind": "stdio"|"call", "input", "output", "fn_name"}]``.
+    """The datasets' test layouts -> ``[{"kind": "stdio"|"call", "input", "output", "fn_name"}]``.
 
-    With ``max_tests``, keep the tests with the longest inputs (GEM's choice: they are the most
-    demanding), in their original order.
+    With ``max_tests``, keep the tests with the longest inputs (they are the most demanding), in
+    their given order.
     """
     if isinstance(tests, str):
         tests = json.loads(tests) if tests.strip() else []
