@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("registration", "EnvSpec, the id table, make, plugin discovery"),
     ("data", "datasets: hub id, local file or bundled name -> rows"),
     ("sandbox", "running untrusted code with limits; the shell runtime"),
-    ("grading", "math answers and grading, QA metrics"),
+    ("grading", "math answers and grading, QA metrics, the code test runner: one result type"),
     ("tools", "tools an agent calls and ToolEnvWrapper"),
     ("http", "the server's wire: protocol, request limits, the RemoteEnv client"),
     ("services", "servers the tools talk to: retrieval, search proxies, MCP"),
@@ -68,8 +68,8 @@ LAYER_OF: dict[str, str] = {
     "gem/params.py": "core",  # each env's parameter declaration (Param, check_params)
     "gem/envs/registration.py": "registration",
     "gem/data/": "data",
-    # The sandbox and the graders still live in gem/utils and gem/tools; moving them into
-    # gem/sandbox/ and gem/grading/ changes these rows only.
+    # The sandbox and the graders live in gem/sandbox/ and gem/grading/; their former paths in
+    # gem/utils and gem/tools are thin aliases in the same layers.
     "gem/sandbox/": "sandbox",
     "gem/utils/sandbox.py": "sandbox",  # the original path of gem.sandbox (with gem.compat.sandbox)
     "gem/utils/_sandbox_zygote.py": "sandbox",  # an alias of gem.sandbox._zygote
@@ -78,6 +78,7 @@ LAYER_OF: dict[str, str] = {
     "gem/utils/math_": "grading",
     "gem/utils/_math_grader_worker.py": "grading",
     "gem/utils/qa_em.py": "grading",
+    "gem/grading/": "grading",  # the graders' home; the gem/utils rows above are their former paths
     "gem/tools/": "tools",
     "gem/server/protocol.py": "http",
     "gem/server/limits.py": "http",

@@ -10,7 +10,7 @@ original run unchanged on top of them, and nothing needs to import them by name:
 - :mod:`gem.compat.multiagent`: the original's multi-agent subclass contract
   (``_process_actions``); ``MultiAgentEnv`` puts it under such a class when the class is created.
 - :mod:`gem.compat.math_grader`: the original's math grader names (also at
-  ``gem.utils.math_grader``).
+  ``gem.utils.math_grader``), built on :mod:`gem.grading`.
 - :mod:`gem.compat.fifteen_puzzle`: the original FifteenPuzzle's board as rows (``board``,
   ``goal_board``, ``goal_parity``, ``greatest_num``, ``VALID_INITIALIZATION_ALGOS``) and the helpers
   its tests call (``_move``, ``_is_solvable``, ...): :class:`FifteenPuzzleCompat`, a base of

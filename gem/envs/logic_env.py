@@ -16,7 +16,7 @@ from gem.envs.single_turn import EVAL_PARAM, SingleTurnEnv
 from gem.envs.qa_env import QaEnv
 from gem.params import Param, check_params
 from gem.utils.parsing import extract_last_boxed_answer
-from gem.utils.qa_em import em_check
+from gem.grading.qa import em_check
 
 LOGIC_PROMPT = "{question}\n\nPut your final answer within \\boxed{{}}."
 

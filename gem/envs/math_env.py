@@ -1,11 +1,11 @@
-"""Math problems: the answer is the last ``\\boxed{}``, graded by :mod:`gem.utils.math_grader`.
+"""Math problems: the answer is the last ``\\boxed{}``, graded by :mod:`gem.grading.math_pool`.
 
 ``MathEnv`` serves one problem per episode from a dataset: a hub id (``axon-rl/GSM-8k``), a local
 file (``dataset_name="/path/to/file.jsonl"``) or a bundled name (``arithmetic``). Rewards (see
 :mod:`gem.envs.single_turn`): right 1, wrong 0, no complete ``\\boxed{}`` 0 (-0.1 with
 ``use_format_error_reward=True``), not graded (the grader ran out of time or could not run) 0 with
 ``info["grading"]`` saying why; ``info["correct"]`` says which. The grading runs in
-:class:`~gem.utils.math_grader.MathGrader`'s worker processes, never in the caller's.
+:class:`~gem.grading.math_pool.MathGrader`'s worker processes, never in the caller's.
 
 :class:`~gem.envs.math_visual_env.MathVisualEnv` (problems with a picture) lives in
 :mod:`gem.envs.math_visual_env` and is importable from here too.
@@ -18,7 +18,7 @@ from typing import Any, Optional
 from gem.compat.math_env import MathEnvCompat, verify_fn  # noqa: F401
 from gem.envs.single_turn import EVAL_PARAM, SingleTurnEnv, rows_from
 from gem.params import Param, check_params
-from gem.utils.math_grader import DEFAULT_TIMEOUT_S, default_grader
+from gem.grading.math_pool import DEFAULT_TIMEOUT_S, default_grader, grade_math
 from gem.utils.parsing import extract_last_boxed_answer
 
 
@@ -86,7 +86,7 @@ class MathEnv(MathEnvCompat, SingleTurnEnv):
         return extract_last_boxed_answer(action)
 
     def _score(self, answer: str) -> tuple[float, Optional[bool], dict[str, Any]]:
-        result = default_grader().judge(answer, self.answer, timeout=self.grade_timeout)
+        result = grade_math(answer, self.answer, timeout=self.grade_timeout)
         if not result.graded:
             return self.ungraded_reward, None, result.info()
         return (self.success_reward if result.correct else self.fail_reward), result.correct, result.info()

@@ -16,7 +16,7 @@ from typing import Any, Optional
 from gem.compat.qa_env import QaEnvCompat
 from gem.envs.single_turn import EVAL_PARAM, SingleTurnEnv, rows_from
 from gem.params import Param, check_params
-from gem.utils.qa_em import em_check, extract_answer, f1_score
+from gem.grading.qa import em_check, extract_answer, grade_qa
 
 QA_PROMPT = (
     "Answer the question. Think it through first if you like, then give only the final answer "
@@ -109,13 +109,12 @@ class QaEnv(QaEnvCompat, SingleTurnEnv):
 
     def _score(self, answer: str) -> tuple[float, Optional[bool], dict[str, Any]]:
         golds = self.answer if isinstance(self.answer, (list, tuple)) else [self.answer]
-        correct = em_check(answer, golds)
-        f1 = f1_score(answer, golds)
+        result = grade_qa(answer, golds, metric=self.reward)
         if self.reward == "f1":
-            reward = self.success_reward * f1
+            reward = self.success_reward * result.score
         else:
-            reward = self.success_reward if correct else self.fail_reward
-        return reward, correct, {"f1": f1}
+            reward = self.success_reward if result.correct else self.fail_reward
+        return reward, result.correct, {"f1": result.details["f1"]}
 
     def sample_random_action(self) -> str:
         word = self.action_rng.choice(_RANDOM_WORDS)

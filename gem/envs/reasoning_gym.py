@@ -34,7 +34,7 @@ from gem.compat.reasoning_gym import ReasoningGymCompat
 from gem.envs.single_turn import EVAL_PARAM, SingleTurnEnv
 from gem.errors import report_infra_failure
 from gem.params import Param, check_params
-from gem.utils.math_answers import hedged
+from gem.grading.math_answers import hedged
 from gem.utils.parsing import extract_last_boxed_answer
 
 

@@ -276,17 +276,17 @@ def _do_install(shells_per_client: Optional[int], test_threads_per_client: int) 
         shells.append(quota)
         undo.append(quota.guard(box))
     try:
-        from gem.envs import code_env
-    except ImportError:  # pragma: no cover - code_env needs only the core
+        from gem.grading import code_tests
+    except ImportError:  # pragma: no cover - the test runner needs only the core
         logger.debug("no code-test pool to share per client")
     else:
-        with code_env._pool_lock:
-            shared, code_env._pool = code_env._pool, pools
+        with code_tests._pool_lock:
+            shared, code_tests._pool = code_tests._pool, pools
 
         def restore_pool() -> None:
-            with code_env._pool_lock:
-                if code_env._pool is pools:
-                    code_env._pool = shared
+            with code_tests._pool_lock:
+                if code_tests._pool is pools:
+                    code_tests._pool = shared
             pools.shutdown(wait=False)
 
         undo.append(restore_pool)

@@ -19,15 +19,11 @@ graded correct answer. No signals are used in the caller (math-verify's own time
 are never sent to math-verify (only the exact paths judge them), so a 100 KB answer costs one
 linear pass.
 
-The workers are forked from a zygote process (``python -m gem.utils._math_grader_worker``) that
-imports math-verify once, on first need; a killed worker is replaced by a fresh fork in
-milliseconds. Nothing re-imports the user's main script, so this is safe in scripts without a
-``__main__`` guard, in thread pools and in vector envs.
-
-The code lives in three modules, all re-exported here (the import path of every name stays
-``gem.utils.math_grader``): :mod:`gem.utils.math_answers` (the fast exact paths),
-:mod:`gem.utils.math_grading_pool` (the worker pool, :class:`MathGrader`, ``grade_answer``,
-``boxed_reward_fn``) and :mod:`gem.utils.math_grader_compat` (the original GEM's names: ``grade``,
+The code lives in :mod:`gem.grading` and :mod:`gem.compat`, all re-exported here (the import
+path of every name stays ``gem.utils.math_grader``): :mod:`gem.grading.math_answers` (the fast
+exact paths), :mod:`gem.grading.math_pool` (the worker pool, :class:`MathGrader`, ``grade_math``,
+``grade_answer``, ``boxed_reward_fn``), :class:`~gem.grading.result.GradeResult` (the result type
+every grader returns) and :mod:`gem.compat.math_grader` (the original GEM's names: ``grade``,
 ``grade_answer_sympy``, ``grade_answer_mathd``, ``extract_answer``, ``answer_tag_reward_fn``,
 ``run_with_timeout_signal``, ..., with the same signatures and return types).
 """
@@ -36,10 +32,12 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from gem.utils import math_answers, math_grader_compat, math_grading_pool
-from gem.utils.math_answers import *  # noqa: F401,F403
-from gem.utils.math_grader_compat import *  # noqa: F401,F403
-from gem.utils.math_grading_pool import *  # noqa: F401,F403
+from gem.compat import math_grader as math_grader_compat
+from gem.grading import math_answers
+from gem.grading import math_pool as math_grading_pool
+from gem.grading.math_answers import *  # noqa: F401,F403
+from gem.compat.math_grader import *  # noqa: F401,F403
+from gem.grading.math_pool import *  # noqa: F401,F403
 
 # Every name of the three modules, private helpers included, as before the split.
 for _module in (math_answers, math_grading_pool, math_grader_compat):
