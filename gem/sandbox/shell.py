@@ -26,6 +26,8 @@ from gem.utils.text import clean_text
 
 #: The largest workspace archive :meth:`Shell.export` returns by default (bytes).
 MAX_ARCHIVE_BYTES = 32 << 20
+#: The longest command line a backend runs (characters); a longer one is refused (exit code 126).
+MAX_COMMAND_CHARS = 100_000
 
 
 class ShellError(RuntimeError):
@@ -58,6 +60,13 @@ class CommandResult:
 def sanitize_command(command: str) -> str:
     """``command`` as text bash can take: surrogates replaced; NUL bytes stay (bash refuses them)."""
     return clean_text(command) if "\x00" not in command else command.encode("utf-8", "replace").decode()
+
+
+def refuse_command(command: str) -> Optional[CommandResult]:
+    """The result of a command no backend runs (longer than :data:`MAX_COMMAND_CHARS`), else ``None``."""
+    if len(command) > MAX_COMMAND_CHARS:
+        return CommandResult(f"command refused: it is {len(command)} characters long (limit {MAX_COMMAND_CHARS}).", 126)
+    return None
 
 
 @runtime_checkable
@@ -109,4 +118,4 @@ class Shell(Protocol):
         ...
 
 
-__all__ = ["MAX_ARCHIVE_BYTES", "CommandResult", "Shell", "ShellError", "sanitize_command"]
+__all__ = ["MAX_ARCHIVE_BYTES", "MAX_COMMAND_CHARS", "CommandResult", "Shell", "ShellError", "refuse_command", "sanitize_command"]

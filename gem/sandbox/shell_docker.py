@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from gem.errors import ResourceUnavailable
-from gem.sandbox.shell import MAX_ARCHIVE_BYTES, CommandResult, ShellError
+from gem.sandbox.shell import MAX_ARCHIVE_BYTES, CommandResult, ShellError, refuse_command, sanitize_command
 
 logger = logging.getLogger(__name__)
 _STATE = "/tmp/.gem-shell"  # inside the container: the wrapper's saved directory and variables
@@ -159,6 +159,10 @@ class DockerShell:
         if self.container is None:
             raise ShellError("The container is not started; call start() first.")
         limit = self.command_timeout if timeout is None else max(1.0, min(float(timeout), self.command_timeout))
+        refused = refuse_command(command)
+        if refused is not None:
+            return refused
+        command = sanitize_command(command)
         start = time.monotonic()
         try:
             proc = self._docker("exec", "-w", self.workdir, self.container, "timeout", "-s", "KILL",
@@ -166,6 +170,8 @@ class DockerShell:
                                  command, timeout=limit + 30)
         except subprocess.TimeoutExpired:
             return CommandResult("the container did not answer", 137, timed_out=True, seconds=time.monotonic() - start)
+        except (ValueError, OSError) as exc:  # a NUL byte, an argument too long for exec: as the sandbox says
+            return CommandResult(f"cannot run this command: {exc}", 126)
         out = (proc.stdout + proc.stderr).decode("utf-8", "replace")
         truncated = len(out) > self.max_output
         if truncated:

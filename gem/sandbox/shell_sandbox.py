@@ -26,7 +26,14 @@ from pathlib import Path
 from typing import Any, Optional
 
 from gem.sandbox.sandbox import Sandbox, SandboxLimits, SandboxSession
-from gem.sandbox.shell import MAX_ARCHIVE_BYTES, CommandResult, ShellError, sanitize_command
+from gem.sandbox.shell import (
+    MAX_ARCHIVE_BYTES,
+    MAX_COMMAND_CHARS,
+    CommandResult,
+    ShellError,
+    refuse_command,
+    sanitize_command,
+)
 from gem.utils.text import clean_text
 
 logger = logging.getLogger(__name__)
@@ -34,7 +41,6 @@ logger = logging.getLogger(__name__)
 RUNTIME_SOURCE = (Path(__file__).parent / "_shell_runtime.py").read_text(encoding="utf-8")
 DEFAULT_COMMAND_TIMEOUT = 30.0
 DEFAULT_MAX_OUTPUT = 8000  # bytes of a command's output shown (head and tail)
-MAX_COMMAND_CHARS = 100_000
 WORKSPACE_DIR = "workspace"
 # A cell's own overhead on top of the command's timeout before the session itself is killed.
 _CELL_SLACK = 10.0
@@ -139,8 +145,9 @@ class SandboxShell:
     def run(self, command: str, timeout: Optional[float] = None) -> CommandResult:
         """Run one command line; never raises for anything the command does."""
         limit = self.command_timeout if timeout is None else max(0.01, min(float(timeout), self.command_timeout))
-        if len(command) > MAX_COMMAND_CHARS:
-            return CommandResult(f"command refused: it is {len(command)} characters long (limit {MAX_COMMAND_CHARS}).", 126)
+        refused = refuse_command(command)
+        if refused is not None:
+            return refused
         command = sanitize_command(command)
         with self._lock:
             if self._session is None:
