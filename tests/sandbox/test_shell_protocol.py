@@ -222,6 +222,7 @@ def test_terminal_env_runs_and_grades_on_any_shell():
         assert reward == 1.0 and terminated and info["success"]
         assert shell.commands == [task.solution]  # the commands went through this shell
         env.reset(seed=0)
+        assert env.shell is shell  # the env keeps its shell across episodes
         obs, reward, terminated, truncated, info = env.step("<done/>")
         assert reward == 0.0 and terminated and not info["success"]
     finally:

@@ -29,6 +29,7 @@ import re
 from typing import Any, Optional, Sequence, Union
 
 from gem.core import Agent, Env
+from gem.envs.terminal.docker import TaskDockerShell
 from gem.envs.terminal.task import TerminalTask
 from gem.envs.terminal.verify import EXPORT_SOURCE, Verdict, verify_task
 from gem.params import Param, check_params
@@ -183,10 +184,8 @@ class TerminalEnv(Env):
     def _start_workspace(self, task: TerminalTask) -> None:
         self.shell.close()
         if task.container is not None:
-            from gem.envs.terminal.docker import TaskDockerShell
-
             self.shell = TaskDockerShell(task, command_timeout=self.command_timeout, max_output=self.max_output)
-        elif not isinstance(self.shell, SandboxShell):
+        elif isinstance(self.shell, TaskDockerShell):  # the last task had a container: back to the env's own
             self.shell = self._make_shell()
         self.shell.start(task.files_tar)
         self._pristine = None
