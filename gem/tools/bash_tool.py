@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sys
+import types
 from typing import Any, NamedTuple, Optional
 
 from gem.tools.base_tool import BaseTool
@@ -37,6 +39,23 @@ from gem.sandbox.shell_sandbox import (  # noqa: F401 -- their old home; the she
 )
 
 logger = logging.getLogger(__name__)
+_shell_sandbox_module = sys.modules[SandboxShell.__module__]
+
+
+class _BashToolModule(types.ModuleType):
+    """This module, whose ``_shared`` (the shared shell sandbox, which code written when it lived
+    here reads or replaces) is the one :func:`shell_sandbox` uses in :mod:`gem.sandbox.shell_sandbox`."""
+
+    @property
+    def _shared(self) -> Optional[Sandbox]:
+        return _shell_sandbox_module._shared
+
+    @_shared.setter
+    def _shared(self, value: Optional[Sandbox]) -> None:
+        _shell_sandbox_module._shared = value
+
+
+sys.modules[__name__].__class__ = _BashToolModule
 
 BASH_SCHEMA: dict[str, Any] = {
     "type": "function",

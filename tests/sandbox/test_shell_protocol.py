@@ -227,3 +227,14 @@ def test_terminal_env_runs_and_grades_on_any_shell():
         assert reward == 0.0 and terminated and not info["success"]
     finally:
         env.close()
+
+
+def test_replacing_the_shared_shell_sandbox_at_its_old_home_replaces_it(monkeypatch):
+    import gem.sandbox.shell_sandbox as shell_sandbox
+    from gem.tools import bash_tool
+
+    box = object()
+    monkeypatch.setattr(bash_tool, "_shared", box)
+    assert shell_sandbox.shell_sandbox() is box and bash_tool._shared is box
+    monkeypatch.undo()
+    assert shell_sandbox._shared is not box
