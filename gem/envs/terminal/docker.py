@@ -11,8 +11,9 @@ agent used. :class:`~gem.envs.terminal.env.TerminalEnv` uses it for tasks with a
 ``DockerShell`` here is the same class under its first name (it takes a task);
 :func:`docker_status` is re-exported from :mod:`gem.sandbox.shell_docker`.
 
-This path needs a Docker daemon; GEM's test suite checks only that its absence is reported
-clearly (:func:`require_docker`).
+This path needs a Docker daemon; GEM's test suite checks that its absence is reported clearly
+(:func:`require_docker`) and, against a stand-in for the ``docker`` command, the commands the
+shell and the grading issue and how the reward is read.
 """
 
 from __future__ import annotations
