@@ -40,7 +40,7 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("core", "Env, EnvWrapper, the Agent protocol, the step contract, reward levels"),
     ("registration", "EnvSpec, the id table, make, plugin discovery"),
     ("data", "datasets: hub id, local file or bundled name -> rows"),
-    ("sandbox", "running untrusted code with limits; the shell runtime"),
+    ("sandbox", "running untrusted code with limits; the Shell protocol, its backends and runtime"),
     ("grading", "math answers and grading, QA metrics, the code test runner: one result type"),
     ("tools", "tools an agent calls and ToolEnvWrapper"),
     ("http", "the server's wire: protocol, request limits, the RemoteEnv client"),

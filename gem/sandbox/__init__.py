@@ -6,7 +6,9 @@ the shells an agent's commands run in.
 - :class:`SandboxSession`: a stateful Python kernel whose cells run one at a time;
 - :func:`check_host` (``python -m gem.sandbox --check``): which protections this host provides;
 - :class:`Shell`: what a shell backend provides to the bash tool and terminal tasks
-  (:mod:`gem.sandbox.shell`).
+  (:mod:`gem.sandbox.shell`), with two backends: :class:`SandboxShell` (a sandbox session,
+  :mod:`gem.sandbox.shell_sandbox`) and :class:`DockerShell` (a container,
+  :mod:`gem.sandbox.shell_docker`).
 
 docs/tools.md describes the confinement and what it costs.
 """
@@ -28,6 +30,9 @@ from gem.sandbox.sandbox import (
     default_sandbox,
     run_python,
 )
+from gem.sandbox.shell import CommandResult, Shell, ShellError
+from gem.sandbox.shell_docker import DockerShell
+from gem.sandbox.shell_sandbox import SandboxShell
 
 __all__ = [
     "DEFAULT_FILE_SIZE_MB",
@@ -42,6 +47,11 @@ __all__ = [
     "SandboxResult",
     "SandboxSession",
     "check_host",
+    "CommandResult",
+    "DockerShell",
+    "SandboxShell",
+    "Shell",
+    "ShellError",
     "default_hidden_paths",
     "default_sandbox",
     "run_python",

@@ -1,69 +1,61 @@
-"""A persistent bash shell in the sandbox, and the tool that lets an agent use it.
+"""The bash tool: an agent's commands in a persistent sandboxed shell.
 
-:class:`SandboxShell` is one episode's shell: a :class:`~gem.sandbox.SandboxSession` holding
-a private workspace directory. Each :meth:`SandboxShell.run` runs one command in bash and returns
-its output (stdout and stderr interleaved, as a terminal shows them, cut in the middle past a
-limit), its exit status and its duration. The working directory, variables, functions and
-aliases carry over from one command to the next; background processes do not (every process a
-command started is killed when it returns). The workspace can be filled from a tar archive and
-exported as one, which is how the terminal and SWE environments hand it to their verifier.
+:class:`BashTool` is the :class:`~gem.tools.base_tool.BaseTool` over a
+:class:`~gem.sandbox.shell_sandbox.SandboxShell` (one episode's shell in a sandbox session; see
+:mod:`gem.sandbox.shell` for the :class:`~gem.sandbox.shell.Shell` protocol every backend
+provides): the agent writes ``<bash>ls -la</bash>`` (or a fenced ``bash``/``sh`` block, or an
+OpenAI-style function call ``{"name": "bash", "arguments": {"command": "..."}}``) and sees the
+output. Its :meth:`BashTool.tool_schema` is the function schema to give a function-calling model.
 
-:class:`BashTool` is the :class:`~gem.tools.base_tool.BaseTool` over it: the agent writes
-``<bash>ls -la</bash>`` (or a fenced ``bash``/``sh`` block, or an OpenAI-style function call
-``{"name": "bash", "arguments": {"command": "..."}}``) and sees the output. Its
-:meth:`BashTool.tool_schema` is the function schema to give a function-calling model.
+The shell and its types lived here first; ``SandboxShell``, ``CommandResult``, ``ShellError``,
+``sanitize_command``, ``shell_sandbox`` and the shell's constants are still importable from this
+module.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
-import marshal
 import re
-import threading
-from functools import lru_cache
-from dataclasses import dataclass
-from pathlib import Path
+import sys
+import types
 from typing import Any, NamedTuple, Optional
 
 from gem.tools.base_tool import BaseTool
 from gem.tools.function_call import parse_function_call  # noqa: F401 -- imported from here by gem.envs.terminal
 from gem.tools.types import ToolCall, ToolResult
-from gem.sandbox import Sandbox, SandboxError, SandboxLimits, SandboxSession
-from gem.utils.text import clean_text
+from gem.sandbox import Sandbox, SandboxError, SandboxLimits, SandboxSession  # noqa: F401
+from gem.sandbox.shell import MAX_ARCHIVE_BYTES, CommandResult, ShellError, sanitize_command  # noqa: F401
+from gem.sandbox.shell_sandbox import (  # noqa: F401 -- their old home; the shell lives in gem.sandbox
+    DEFAULT_COMMAND_TIMEOUT,
+    DEFAULT_MAX_OUTPUT,
+    MAX_COMMAND_CHARS,
+    PRELOAD,
+    RUNTIME_SOURCE,
+    WORKSPACE_DIR,
+    SandboxShell,
+    compiled_cell,
+    shell_sandbox,
+)
 
 logger = logging.getLogger(__name__)
-
-RUNTIME_SOURCE = (Path(__file__).parents[1] / "sandbox" / "_shell_runtime.py").read_text(encoding="utf-8")
-DEFAULT_COMMAND_TIMEOUT = 30.0
-DEFAULT_MAX_OUTPUT = 8000  # bytes of a command's output shown (head and tail)
-MAX_COMMAND_CHARS = 100_000
-MAX_ARCHIVE_BYTES = 32 << 20
-WORKSPACE_DIR = "workspace"
-# A cell's own overhead on top of the command's timeout before the session itself is killed.
-_CELL_SLACK = 10.0
-# What the runtime imports: loaded once in the sandbox's warm worker, so a new shell costs little.
-PRELOAD = ("subprocess", "tarfile", "base64", "ctypes")
-_shared: Optional[Sandbox] = None
-_shared_lock = threading.Lock()
+_shell_sandbox_module = sys.modules[SandboxShell.__module__]
 
 
-def shell_sandbox() -> Sandbox:
-    """The sandbox shells and their verifiers share by default (its worker preloads :data:`PRELOAD`)."""
-    global _shared
-    with _shared_lock:
-        if _shared is None:
-            _shared = Sandbox(preload=PRELOAD)
-        return _shared
+class _BashToolModule(types.ModuleType):
+    """This module, whose ``_shared`` (the shared shell sandbox, which code written when it lived
+    here reads or replaces) is the one :func:`shell_sandbox` uses in :mod:`gem.sandbox.shell_sandbox`."""
+
+    @property
+    def _shared(self) -> Optional[Sandbox]:
+        return _shell_sandbox_module._shared
+
+    @_shared.setter
+    def _shared(self, value: Optional[Sandbox]) -> None:
+        _shell_sandbox_module._shared = value
 
 
-@lru_cache(maxsize=8)
-def compiled_cell(source: str, filename: str) -> str:
-    """A cell that runs ``source`` from its compiled form (the sandbox runs this same interpreter),
-    which skips compiling it again in every new session."""
-    blob = base64.b64encode(marshal.dumps(compile(source, filename, "exec"))).decode("ascii")
-    return f"import marshal as _gem_m, base64 as _gem_b\nexec(_gem_m.loads(_gem_b.b64decode({blob!r})))\n"
+sys.modules[__name__].__class__ = _BashToolModule
 
 BASH_SCHEMA: dict[str, Any] = {
     "type": "function",
@@ -80,169 +72,6 @@ BASH_SCHEMA: dict[str, Any] = {
         },
     },
 }
-
-
-class ShellError(RuntimeError):
-    """The sandbox session behind a shell failed (not something a command did)."""
-
-
-@dataclass
-class CommandResult:
-    """What one command did. ``exit_code`` is ``-N`` when a signal ``N`` ended it."""
-
-    output: str
-    exit_code: int
-    timed_out: bool = False
-    truncated: bool = False
-    seconds: float = 0.0
-    restarted: bool = False
-
-    def render(self) -> str:
-        """The observation text: output, then a status line."""
-        body = self.output if self.output.endswith("\n") or not self.output else self.output + "\n"
-        if self.timed_out:
-            status = f"[command timed out after {self.seconds:.0f} s and was killed; exit code {self.exit_code}]"
-        else:
-            status = f"[exit code {self.exit_code}]"
-        if self.restarted:
-            status += " [the shell was restarted: variables and directory were reset]"
-        return body + status
-
-
-def sanitize_command(command: str) -> str:
-    """``command`` as text bash can take: surrogates replaced; NUL bytes stay (bash refuses them)."""
-    return clean_text(command) if "\x00" not in command else command.encode("utf-8", "replace").decode()
-
-
-class SandboxShell:
-    """One episode's shell in a sandbox session (see the module doc).
-
-    Args:
-        sandbox: the :class:`Sandbox` to use (the shared default when ``None``).
-        command_timeout: default seconds per command.
-        max_output: bytes of output kept per command (head and tail around a marker).
-        memory_mb, max_processes, file_size_mb: limits of the session (all its processes).
-    """
-
-    def __init__(
-        self,
-        sandbox: Optional[Sandbox] = None,
-        command_timeout: float = DEFAULT_COMMAND_TIMEOUT,
-        max_output: int = DEFAULT_MAX_OUTPUT,
-        memory_mb: int = 1024,
-        max_processes: int = 64,
-        file_size_mb: float = 64,
-    ) -> None:
-        if command_timeout <= 0:
-            raise ValueError(f"command_timeout must be positive, got {command_timeout!r}.")
-        if max_output < 100:
-            raise ValueError(f"max_output must be at least 100 bytes, got {max_output!r}.")
-        self._sandbox = sandbox
-        self.command_timeout = float(command_timeout)
-        self.max_output = int(max_output)
-        self.limits = SandboxLimits(
-            timeout=self.command_timeout + _CELL_SLACK,
-            cpu_time=None,
-            memory_mb=memory_mb,
-            max_processes=max_processes,
-            file_size_mb=file_size_mb,
-            output_bytes=MAX_ARCHIVE_BYTES * 2,
-        )
-        self._session: Optional[SandboxSession] = None
-        self._lock = threading.Lock()
-
-    @property
-    def sandbox(self) -> Sandbox:
-        return self._sandbox if self._sandbox is not None else shell_sandbox()
-
-    @property
-    def started(self) -> bool:
-        return self._session is not None
-
-    # ---------------------------------------------------------------- lifecycle
-    def start(self, files: Optional[bytes] = None) -> None:
-        """(Re)start the session with an empty workspace, or the files of the tar ``files``."""
-        with self._lock:
-            self._close_locked()
-            self._session = self.sandbox.session(limits=self.limits)
-            code = compiled_cell(RUNTIME_SOURCE, "<gem-shell>") + f"_gem_init({WORKSPACE_DIR!r}, {self.max_output})\n"
-            if files:
-                code += "import sys as _gem_sys\n_gem_load(_gem_sys.stdin.buffer.read())\n"
-            self._cell(code, stdin=files, timeout=60.0)
-
-    def _cell(self, code: str, stdin: Optional[bytes] = None, timeout: float = 60.0) -> str:
-        """Run a helper cell; raise :class:`ShellError` if it failed."""
-        if self._session is None:
-            raise ShellError("The shell is not started; call start() first.")
-        result = self._session.run(code, stdin, timeout=timeout)
-        if not result.ok or result.isolation.get("restarted"):
-            raise ShellError(f"the sandbox session failed ({result.reason}): {result.stderr.strip()[-500:]}")
-        return result.stdout
-
-    def close(self) -> None:
-        with self._lock:
-            self._close_locked()
-
-    def _close_locked(self) -> None:
-        if self._session is not None:
-            self._session.close()
-            self._session = None
-
-    # ---------------------------------------------------------------- commands
-    def run(self, command: str, timeout: Optional[float] = None) -> CommandResult:
-        """Run one command line; never raises for anything the command does."""
-        limit = self.command_timeout if timeout is None else max(0.01, min(float(timeout), self.command_timeout))
-        if len(command) > MAX_COMMAND_CHARS:
-            return CommandResult(f"command refused: it is {len(command)} characters long (limit {MAX_COMMAND_CHARS}).", 126)
-        command = sanitize_command(command)
-        with self._lock:
-            if self._session is None:
-                raise ShellError("The shell is not started; call start() first.")
-            result = self._session.run(f"print(_gem_run({command!r}, {limit!r}))", timeout=limit + _CELL_SLACK)
-        if result.isolation.get("restarted") or not result.ok:
-            # The session process itself died (it only runs our helper, so the sandbox killed it).
-            logger.warning("shell session failed (%s); restarting it empty", result.reason)
-            self.start()
-            return CommandResult(
-                f"the shell failed ({result.reason}) and was restarted with an empty workspace", 137, restarted=True
-            )
-        try:
-            data = json.loads(result.stdout)
-        except ValueError:
-            return CommandResult(f"(unreadable shell reply: {clean_text(result.stdout[:200])})", 1)
-        return CommandResult(
-            output=data["output"],
-            exit_code=int(data["exit_code"]),
-            timed_out=bool(data["timed_out"]),
-            truncated=bool(data["truncated"]),
-            seconds=float(data["seconds"]),
-        )
-
-    def python(self, code: str, stdin: Optional[bytes] = None, timeout: float = 30.0) -> str:
-        """Run helper Python in the session (the runtime's ``_gem_*`` functions are defined)."""
-        with self._lock:
-            return self._cell(code, stdin=stdin, timeout=timeout)
-
-    # ---------------------------------------------------------------- files
-    def export(self, limit: int = MAX_ARCHIVE_BYTES) -> bytes:
-        """The workspace as a tar archive; :class:`ShellError` if it is larger than ``limit``."""
-        text = self.python(f"print(_gem_archive({int(limit)}))").strip()
-        if text.startswith("ERROR:"):
-            raise ShellError(text[6:].strip())
-        return base64.b64decode(text)
-
-    def load(self, files: bytes) -> None:
-        """Replace the workspace with the files of the tar ``files``."""
-        self.python("import sys as _gem_sys\n_gem_load(_gem_sys.stdin.buffer.read())", stdin=files)
-
-    def get_state(self) -> dict[str, Any]:
-        """Workspace and shell state (directory, variables), for :meth:`set_state`."""
-        state = json.loads(self.python("print(_gem_get_shell_state())"))
-        return {"files": self.export(), "shell": state}
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        self.load(state["files"])
-        self.python(f"_gem_set_shell_state(__import__('json').loads({json.dumps(state['shell'])!r}))")
 
 
 # ------------------------------------------------------------------ parsing actions

@@ -29,7 +29,8 @@ import re
 from typing import Any, Callable, Optional
 
 from gem.tools.base_tool import BaseTool
-from gem.tools.bash_tool import SandboxShell, ShellError
+from gem.sandbox.shell import ShellError
+from gem.sandbox.shell_sandbox import SandboxShell
 from gem.tools.types import ToolCall, ToolResult
 from gem.sandbox import SandboxError
 

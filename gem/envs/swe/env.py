@@ -20,7 +20,7 @@ from gem.envs.swe.grading import grade_workspace
 from gem.envs.swe.task import SweTask
 from gem.envs.terminal.env import ScriptedAgent, TerminalEnv
 from gem.envs.terminal.verify import Verdict
-from gem.tools.bash_tool import ShellError
+from gem.sandbox.shell import ShellError
 from gem.tools.editor_tool import EDITOR_SCHEMAS, parse_editor_tag, request_from_call, run_editor_request
 from gem.sandbox import SandboxError
 from gem.utils.text import preview

@@ -29,7 +29,7 @@ from typing import Any, Optional
 from gem.envs.swe.checks import SameAsNext
 from gem.envs.swe.values import DecodeError, decode, same, show
 from gem.envs.terminal.verify import Verdict
-from gem.tools.bash_tool import RUNTIME_SOURCE, compiled_cell
+from gem.sandbox.shell_sandbox import RUNTIME_SOURCE, compiled_cell
 from gem.sandbox import Sandbox, SandboxError
 
 logger = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """``TerminalEnv``: do a task in a sandboxed shell; hidden tests decide the reward.
 
 An episode is one task (:class:`~gem.envs.terminal.task.TerminalTask`). ``reset`` starts a
-:class:`~gem.tools.bash_tool.SandboxShell` whose workspace holds the task's files and shows the
+:class:`~gem.sandbox.shell_sandbox.SandboxShell` whose workspace holds the task's files and shows the
 instruction. Each action is one of:
 
 * ``<bash>COMMAND</bash>`` (or a fenced ``bash`` block, or the function call
@@ -29,22 +29,14 @@ import re
 from typing import Any, Optional, Sequence, Union
 
 from gem.core import Agent, Env
+from gem.envs.terminal.docker import TaskDockerShell
 from gem.envs.terminal.task import TerminalTask
 from gem.envs.terminal.verify import EXPORT_SOURCE, Verdict, verify_task
 from gem.params import Param, check_params
-from gem.tools.bash_tool import (
-    BASH_SCHEMA,
-    DEFAULT_MAX_OUTPUT,
-    MAX_ARCHIVE_BYTES,
-    CommandResult,
-    SandboxShell,
-    ShellError,
-    compiled_cell,
-    find_bash_command,
-    parse_function_call,
-    shell_sandbox,
-)
+from gem.tools.bash_tool import BASH_SCHEMA, find_bash_command, parse_function_call
 from gem.sandbox import Sandbox, SandboxError
+from gem.sandbox.shell import MAX_ARCHIVE_BYTES, CommandResult, Shell, ShellError
+from gem.sandbox.shell_sandbox import DEFAULT_MAX_OUTPUT, SandboxShell, compiled_cell, shell_sandbox
 from gem.utils.text import preview
 
 logger = logging.getLogger(__name__)
@@ -126,7 +118,7 @@ class TerminalEnv(Env):
         self.command_timeout = float(command_timeout)
         self.max_output = int(max_output)
         self._sandbox = sandbox
-        self.shell = self._make_shell()
+        self.shell: Shell = self._make_shell()
         self.task: Optional[TerminalTask] = None
         self.turns = 0
         self.time_spent = 0.0
@@ -159,7 +151,9 @@ class TerminalEnv(Env):
             raise KeyError(f"Unknown task {task!r}" + (f"; did you mean {close}?" if close else f"; valid: {sorted(by_name)}."))
         return by_name[task]
 
-    def _make_shell(self) -> Any:
+    def _make_shell(self) -> Shell:
+        """The shell of a task without a container: a :class:`SandboxShell` (a subclass may return
+        any :class:`~gem.sandbox.shell.Shell`; its workspace is then graded from its ``export``)."""
         return SandboxShell(sandbox=self._sandbox, command_timeout=self.command_timeout, max_output=self.max_output)
 
     @property
@@ -190,10 +184,8 @@ class TerminalEnv(Env):
     def _start_workspace(self, task: TerminalTask) -> None:
         self.shell.close()
         if task.container is not None:
-            from gem.envs.terminal.docker import DockerShell
-
-            self.shell = DockerShell(task, command_timeout=self.command_timeout, max_output=self.max_output)
-        elif not isinstance(self.shell, SandboxShell):
+            self.shell = TaskDockerShell(task, command_timeout=self.command_timeout, max_output=self.max_output)
+        elif isinstance(self.shell, TaskDockerShell):  # the last task had a container: back to the env's own
             self.shell = self._make_shell()
         self.shell.start(task.files_tar)
         self._pristine = None

@@ -16,7 +16,7 @@ import secrets
 from pathlib import Path
 from typing import Any, Optional
 
-from gem.tools.bash_tool import RUNTIME_SOURCE, compiled_cell
+from gem.sandbox.shell_sandbox import RUNTIME_SOURCE, compiled_cell
 from gem.sandbox import Sandbox, SandboxError
 
 logger = logging.getLogger(__name__)
