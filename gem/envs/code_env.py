@@ -3,7 +3,7 @@
 ``CodeEnv`` serves one problem per episode from a dataset: a hub id (``axon-rl/CodeContest``), a
 local file (``dataset_name="/path/to/file.jsonl"``) or the bundled offline set (``code_problems``,
 40+ problems). The program is the last fenced code block of the action. Every test runs in
-:mod:`gem.utils.sandbox` with its own limits; by default the first failing test stops the run.
+:mod:`gem.sandbox` with its own limits; by default the first failing test stops the run.
 
 The tests are run and judged by :mod:`gem.grading.code_tests` (:func:`~gem.grading.code_tests.run_code_tests`):
 the test layouts it reads, how output is compared, and why nothing inside the run can decide its
@@ -54,7 +54,7 @@ from gem.grading.code_tests import (  # noqa: F401  (also importable from here, 
 from gem.grading.result import GradeResult
 from gem.params import Param, check_params
 from gem.utils.parsing import extract_code_from_model
-from gem.utils.sandbox import Sandbox, SandboxError, SandboxLimits, default_sandbox  # noqa: F401
+from gem.sandbox.sandbox import Sandbox, SandboxError, SandboxLimits, default_sandbox  # noqa: F401
 from gem.utils.text import preview  # noqa: F401  (importable from here, as before)
 
 logger = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ class CodeEnv(SingleTurnEnv):
         max_turns: accepted for compatibility with the original GEM and ignored (the task is
             single-turn: every step ends the episode).
         eval: ``reset()`` walks the problems in order.
-        sandbox: a :class:`~gem.utils.sandbox.Sandbox` instead of the shared one.
+        sandbox: a :class:`~gem.sandbox.Sandbox` instead of the shared one.
     """
 
     family = "code"

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from gem.envs.single_turn import rows_from
 from gem.envs.math_env import MathEnv
-from gem.utils.math_grader import DEFAULT_TIMEOUT_S
+from gem.grading.math_pool import DEFAULT_TIMEOUT_S
 
 
 class MathVisualEnv(MathEnv):

@@ -1,6 +1,6 @@
 """Run a program's tests in the sandbox and judge them outside it: the code envs' test runner.
 
-``run_code_tests(code, tests)`` runs ``code`` on each test in :mod:`gem.utils.sandbox` with its own
+``run_code_tests(code, tests)`` runs ``code`` on each test in :mod:`gem.sandbox` with its own
 limits and returns a :class:`~gem.grading.result.GradeResult`: ``correct`` when every test passed,
 ``score`` the share that passed, and ``details`` with ``passed``, ``total``, ``first_failure``
 (``{"index", "verdict", "detail"}`` of the first failed test) and ``verdicts`` (one per test:
@@ -53,7 +53,7 @@ import threading
 from typing import Any, Callable, Optional
 
 from gem.grading.result import GradeResult, graded, ungraded
-from gem.utils.sandbox import Sandbox, SandboxError, SandboxLimits, default_sandbox
+from gem.sandbox.sandbox import Sandbox, SandboxError, SandboxLimits, default_sandbox
 from gem.utils.text import preview
 
 logger = logging.getLogger(__name__)

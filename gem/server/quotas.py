@@ -265,7 +265,7 @@ def _do_install(shells_per_client: Optional[int], test_threads_per_client: int) 
     undo: list[Callable[[], None]] = []
     boxes = [default_sandbox()]
     try:
-        from gem.tools.bash_tool import shell_sandbox
+        from gem.sandbox.shell_sandbox import shell_sandbox
 
         boxes.insert(0, shell_sandbox())
     except ImportError:  # pragma: no cover - part of the package; kept optional for trimmed installs
