@@ -57,16 +57,26 @@ def torch_dtype(name: str | None) -> Any:
 AUTOCAST_DTYPES = ("float16", "bfloat16")
 
 
+def autocast_dtype(dtype: Any) -> Any:
+    """The dtype forward passes are autocast to for ``dtype`` (a name or a ``torch.dtype``):
+    ``float16`` or ``bfloat16``; ``None`` for ``None`` and ``float32`` (no autocast). Any other
+    dtype raises ``ValueError`` naming the choices."""
+    if isinstance(dtype, str):
+        dtype = torch_dtype(dtype)
+    if dtype is None or dtype == torch.float32:
+        return None
+    if dtype not in (torch.float16, torch.bfloat16):
+        raise ValueError(f"Cannot compute in {dtype}; choose one of: float32, {', '.join(AUTOCAST_DTYPES)}.")
+    return dtype
+
+
 def compute_context(device: Any, dtype: Any) -> Any:
     """The context that runs forward passes on ``device`` in ``dtype``: ``torch.autocast`` for
     ``float16`` and ``bfloat16`` (matrix products in that dtype, the parameters untouched); for
     ``None`` or ``float32`` a no-op (the parameters' own dtype)."""
-    if isinstance(dtype, str):
-        dtype = torch_dtype(dtype)
-    if dtype is None or dtype == torch.float32:
+    dtype = autocast_dtype(dtype)
+    if dtype is None:
         return contextlib.nullcontext()
-    if dtype not in (torch.float16, torch.bfloat16):
-        raise ValueError(f"Cannot compute in {dtype}; choose one of: float32, {', '.join(AUTOCAST_DTYPES)}.")
     return torch.autocast(torch.device(device).type, dtype=dtype)
 
 
@@ -248,8 +258,7 @@ class HFPolicy:
         self.static = StaticSampler(model, compile=compile) if sampler == "static" else None
         device = next(model.parameters()).device
         self.generator = torch.Generator(device=device).manual_seed(seed)
-        self.compute_dtype = torch_dtype(compute_dtype) if isinstance(compute_dtype, str) else compute_dtype
-        compute_context(device, self.compute_dtype)  # an unknown dtype fails here, not mid-rollout
+        self.compute_dtype = autocast_dtype(compute_dtype)  # an unknown dtype fails here, not mid-rollout
 
     def autocast(self) -> Any:
         """The context the policy's forward passes run in (see ``compute_dtype``)."""

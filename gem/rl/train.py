@@ -437,14 +437,14 @@ def load_for_training(args: argparse.Namespace, model_ref: str | None = None) ->
     stored dtype; bfloat16 parameters compute in bfloat16); ``None`` means float32, no autocast."""
     import torch
 
-    from gem.rl.hf import compute_context, load_model_and_tokenizer, torch_dtype
+    from gem.rl.hf import autocast_dtype, load_model_and_tokenizer, torch_dtype
 
     param_name = getattr(args, "param_dtype", "float32")
     if param_name not in PARAM_DTYPES:
         raise SystemExit(f"gem train: --param-dtype must be one of: {', '.join(PARAM_DTYPES)}; got {param_name!r}.")
     try:
         compute = torch_dtype(args.dtype)
-        compute_context("cpu", compute)  # rejects dtypes that cannot be computed in
+        autocast_dtype(compute)  # rejects dtypes that cannot be computed in
     except ValueError as exc:
         raise SystemExit(f"gem train: --dtype: {exc}") from None
     model_ref = args.model if model_ref is None else model_ref
