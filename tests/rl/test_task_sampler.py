@@ -314,10 +314,12 @@ def test_gem_train_with_the_learnability_sampler_writes_and_resumes_its_state(tm
 
 
 def test_gem_train_sequential_gives_every_env_its_turn_and_default_keeps_the_fixed_assignment(tmp_path):
-    seq = _train(tmp_path, "seq", "--task-sampler", "sequential", "--steps", "2", "--num-envs", "2",
-                 "--save-every", "0")
-    played = [(r["step"], r["task"]) for r in _task_rows(seq) if r["groups"] != "0"]
+    seq = _train(tmp_path, "seq", "--task-sampler", "sequential", "--task-cost", "seconds", "--steps", "2",
+                 "--num-envs", "2", "--save-every", "0")
+    rows = _task_rows(seq)
+    played = [(r["step"], r["task"]) for r in rows if r["groups"] != "0"]
     assert played == [("1", "game:GuessTheNumber-v0-easy"), ("2", "math:Arithmetic")]
+    assert all(0 < float(r["mean_cost"]) < 30 for r in rows if r["step"] == "2")  # seconds per episode
     # no --task-sampler: group g of every step plays id g mod K, as before; no tasks.csv; a warning
     # names the id that a step with fewer groups than ids never reaches
     fixed = _train(tmp_path, "fixed", "--steps", "1", "--num-envs", "2", "--save-every", "0")
