@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, Union
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -41,7 +41,7 @@ TASK_SAMPLERS = ("uniform", "sequential", "learnability")
 TASK_COSTS = ("tokens", "seconds")
 STATE_VERSION = 1
 
-SeedLike = Union[None, int, np.random.Generator]
+SeedLike = int | np.random.Generator | None
 
 
 class TaskSampler(Protocol):
@@ -109,7 +109,7 @@ def _generator(seed: SeedLike) -> np.random.Generator:
 class _TaskStats:
     """Per task: decayed success and cost counts (the estimates) and plain totals (the logs)."""
 
-    __slots__ = ("wins", "losses", "cost_sum", "cost_n", "groups", "episodes", "successes")
+    __slots__ = ("cost_n", "cost_sum", "episodes", "groups", "losses", "successes", "wins")
 
     def __init__(self) -> None:
         self.wins = self.losses = self.cost_sum = self.cost_n = 0.0
