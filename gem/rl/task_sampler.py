@@ -121,8 +121,10 @@ class _TaskStats:
 
     def load(self, data: Mapping[str, Any]) -> None:
         for name in self.__slots__:
-            value = data[name]
-            setattr(self, name, int(value) if name in ("groups", "episodes") else float(value))
+            value = float(data[name])
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} {value} is not a finite count")
+            setattr(self, name, int(value) if name in ("groups", "episodes") else value)
 
 
 class BaseTaskSampler:
@@ -255,10 +257,13 @@ class BaseTaskSampler:
                 stats[t].load(state["stats"][t])
             probe = type(self.rng.bit_generator)()  # raises if the state is another generator's
             probe.state = state["rng"]
-        except (KeyError, TypeError, ValueError) as exc:
+            prior = (float(state["prior"][0]), float(state["prior"][1]))
+            decay = float(state["decay"])
+            if not (min(prior) > 0 and math.isfinite(sum(prior)) and 0.0 < decay <= 1.0):
+                raise ValueError(f"prior {prior} or decay {decay} out of range")
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise ValueError(f"Malformed task sampler state: {exc}") from None
-        self.prior = (float(state["prior"][0]), float(state["prior"][1]))
-        self.decay = float(state["decay"])
+        self.prior, self.decay = prior, decay
         self._stats = stats
         self.rng.bit_generator.state = state["rng"]
         self._load_extra(state)

@@ -211,6 +211,11 @@ def test_load_state_dict_rejects_another_samplers_state():
     assert target.state_dict() == before  # a failed load changes nothing
     with pytest.raises(ValueError, match="Malformed"):
         target.load_state_dict({**state, "stats": {}})
+    bad_counts = {t: dict(v, wins=float("nan")) for t, v in state["stats"].items()}
+    for bad in ({"prior": [0, 1]}, {"decay": float("nan")}, {"prior": None}, {"stats": bad_counts}):
+        with pytest.raises(ValueError, match="Malformed"):
+            target.load_state_dict({**state, **bad})
+    assert target.state_dict() == before
     with pytest.raises(ValueError, match="version"):
         target.load_state_dict({**state, "version": 99})
 
