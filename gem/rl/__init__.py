@@ -7,6 +7,7 @@
 * :mod:`gem.rl.collect`: multi-turn episodes from a vector env, as per-turn transitions (``gem.rl.rollout`` is its former path).
 * :mod:`gem.rl.models`: ``--model`` resolution; GGUF files become cached ``transformers`` checkpoints.
 * :mod:`gem.rl.sampling` (torch): ``model.generate`` and a static-KV-cache decoding loop.
+* :mod:`gem.rl.task_sampler`: which env id each group plays (uniform, sequential, learnability per cost).
 * :mod:`gem.rl.train` (``python -m gem.rl.train`` / ``gem train``): a small reference trainer.
 * :mod:`gem.rl.demo` (``python -m gem.rl.demo``): ReBN, GRPO and REINFORCE on one env, with curves.
 

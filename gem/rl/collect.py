@@ -16,6 +16,7 @@ This module imports neither torch nor transformers.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional, Protocol
@@ -60,6 +61,7 @@ class Transition:
     ret: float = 0.0
     advantage: float = 0.0
     prompt: str = ""
+    seconds: float = 0.0  # this turn's share of the wall time: generate + env step, split over the running episodes
 
 
 @dataclass
@@ -134,17 +136,19 @@ def collect_episodes(
     active = list(range(n))
     turn = 0
     while active:
+        t_turn = time.perf_counter()
         gens = policy.generate([prompts[i] for i in active])
         if len(gens) != len(active):
             raise RuntimeError(f"policy.generate returned {len(gens)} generations for {len(active)} prompts.")
         actions = {i: g.text for i, g in zip(active, gens)}
         next_obs, rewards, terminated, truncated, infos = vec_env.step(actions)
+        share = (time.perf_counter() - t_turn) / len(active)
         for k, i in enumerate(active):
             g = gens[k]
             episodes[i].transitions.append(Transition(
                 observation=current[i], action=g.text, prompt_ids=list(g.prompt_ids),
                 response_ids=list(g.response_ids), logprobs=list(g.logprobs), reward=float(rewards[k]),
-                turn=turn, value=g.value, prompt=prompts[i],
+                turn=turn, value=g.value, prompt=prompts[i], seconds=share,
             ))
             ended = bool(terminated[k] or truncated[k])
             final = infos[k].get("final_info", infos[k]) if ended else infos[k]
@@ -163,6 +167,63 @@ def collect_episodes(
         if book.truncated and not book.terminated and not books[i].ended:
             logger.debug("episode in env %d cut at max_turns=%d", i, max_turns)
     return episodes
+
+
+class EnvPool:
+    """Envs kept per id and lent out as a vector env, so each step can play another mix of ids.
+
+    ``vector(env_ids)`` returns a :class:`gem.vector.SyncVectorEnv` whose ``k``-th env of an id is
+    that id's ``k``-th env in the pool, built on first need (``gem.make`` with ``wrappers``, seeded
+    ``seed`` plus its build order, as ``make_vec`` seeds its members). The pool owns the envs: close
+    the pool, not the vectors it lends.
+    """
+
+    def __init__(self, wrappers: Sequence[Any] = (), seed: int = 0) -> None:
+        self.wrappers = tuple(wrappers)
+        self.seed = seed
+        self._envs: dict[str, list[Any]] = {}
+        self._built = 0
+
+    def check(self, env_ids: Sequence[str]) -> None:
+        """Raise the registry's ``KeyError`` (with suggestions) for an unknown id, building nothing."""
+        from gem.envs.registration import interop_spec, spec
+
+        for env_id in dict.fromkeys(env_ids):
+            if interop_spec(env_id) is None:
+                spec(env_id)
+
+    def vector(self, env_ids: Sequence[str]) -> Any:
+        """A vector env over pooled envs of ``env_ids`` (in that order)."""
+        from gem.vector.env_factory import EnvFactory
+        from gem.vector.sync_vector_env import SyncVectorEnv
+
+        used: dict[str, int] = {}
+        fns = []
+        for env_id in env_ids:
+            k = used.get(env_id, 0)
+            used[env_id] = k + 1
+            envs = self._envs.setdefault(env_id, [])
+            if k == len(envs):
+                envs.append(EnvFactory(env_id, {"seed": self.seed + self._built}, self.wrappers)())
+                self._built += 1
+            fns.append(_Lent(envs[k]))
+        return SyncVectorEnv(list(env_ids), fns)
+
+    def close(self) -> None:
+        for envs in self._envs.values():
+            for env in envs:
+                env.close()
+        self._envs.clear()
+
+
+class _Lent:
+    """An env factory that hands out one existing env (the pool's)."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+
+    def __call__(self) -> Any:
+        return self.env
 
 
 def _success_rewards(vec_env: Any) -> list[Optional[float]]:

@@ -15,6 +15,11 @@ the optimizer step and says so. One line per step goes to the ``gem.rl`` logger 
 ``<output-dir>/metrics.csv`` (and to wandb with ``--wandb PROJECT`` when wandb is installed); a
 checkpoint (model, tokenizer, value head) is saved every ``--save-every`` steps and at the end.
 
+With several ids in ``--env``, ``--task-sampler`` (:mod:`gem.rl.task_sampler`: ``uniform``,
+``sequential``, ``learnability``) picks each group's id; each step's per-task counts and success go
+to ``<output-dir>/tasks.csv``, and the sampler's state to ``task_sampler.json`` in each checkpoint,
+from which ``--model <checkpoint>`` resumes it. Without the flag, group ``g`` plays id ``g mod K``.
+
 ``--model`` takes ``tiny``, a GGUF file (converted once into a cached checkpoint, see
 :mod:`gem.rl.models`), a directory or a hub id. The trainer never touches global random state:
 sampling uses its own seeded ``torch.Generator`` and the minibatch order a local ``random.Random``.
@@ -38,6 +43,7 @@ from typing import Any
 
 from gem.errors import missing_extra
 from gem.rl.estimators import ALGORITHMS
+from gem.rl.task_sampler import TASK_COSTS, TASK_SAMPLERS
 
 logger = logging.getLogger("gem.rl.train")  # also when run as __main__
 
@@ -46,6 +52,9 @@ CSV_FIELDS = ["step", "mean_return", "success_rate", "mean_turns", "transitions"
 SAMPLER_CHOICES = ("auto", "plain", "static", "prefix")
 SKIP_NOTE = "skipped: no learning signal (all advantages are zero)"
 PARAM_DTYPES = ("float32", "bfloat16")
+TASK_FIELDS = ["step", "task", "groups", "episodes", "success_rate", "total_groups", "estimate", "mean_cost",
+               "probability"]
+TASK_STATE_FILE = "task_sampler.json"
 
 
 def default_threads() -> int:
@@ -65,6 +74,13 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p = parser or argparse.ArgumentParser(prog="python -m gem.rl.train", description=__doc__.split("\n")[0])
     p.add_argument("--model", default="tiny", help="a causal LM path or hub id; 'tiny' builds a random 2-layer GPT-2")
     p.add_argument("--env", default="game:GuessTheNumber-v0-easy", help="env id, or several separated by commas")
+    p.add_argument("--task-sampler", choices=TASK_SAMPLERS, default=None,
+                   help="how each group picks its env id from --env: uniformly, in order (round robin across steps) "
+                        "or by learnability (the chance a group gives a learning signal, per unit of --task-cost); "
+                        "default: group g of every step plays the (g mod number of ids)-th id")
+    p.add_argument("--task-cost", choices=TASK_COSTS, default="tokens",
+                   help="the learnability sampler's cost of an episode: its prompt and response tokens, or its "
+                        "share of the collection's seconds")
     p.add_argument("--wrappers", default="", help="WRAPPER_FACTORY names, e.g. concat_chat,episode_tracking")
     p.add_argument("--algo", choices=ALGORITHMS, default="rebn")
     p.add_argument("--steps", type=int, default=100, help="training steps (each: collect, then update)")
@@ -130,19 +146,68 @@ def _validate(args: argparse.Namespace) -> None:
         raise SystemExit("gem train: grpo needs --group-size of at least 2 (it normalizes within groups).")
 
 
+def _env_ids(args: argparse.Namespace) -> list[str]:
+    return [e.strip() for e in args.env.split(",") if e.strip()]
+
+
+def _wrapper_fns(args: argparse.Namespace, tokenizer: Any) -> list[Any]:
+    if not args.wrappers:
+        return []
+    from gem.wrappers.wrapper_factory import get_wrapper_fns
+
+    return get_wrapper_fns(args.wrappers, tokenizer=tokenizer)
+
+
 def _make_envs(args: argparse.Namespace, tokenizer: Any) -> Any:
+    """The fixed assignment (no ``--task-sampler``): group ``g`` of every step plays id ``g mod K``."""
     from gem.vector import make_vec
 
-    wrappers = []
-    if args.wrappers:
-        from gem.wrappers.wrapper_factory import get_wrapper_fns
-
-        wrappers = get_wrapper_fns(args.wrappers, tokenizer=tokenizer)
-    ids = [e.strip() for e in args.env.split(",") if e.strip()]
+    ids = _env_ids(args)
     # envs of a group share an id, so a group replays one task
     groups = args.num_envs // args.group_size
     env_ids = [ids[(g % len(ids))] for g in range(groups) for _ in range(args.group_size)]
-    return make_vec(env_ids, wrappers=wrappers, seed=args.seed)
+    unplayed = [e for e in dict.fromkeys(ids) if e not in env_ids]
+    if unplayed:
+        logger.warning("%d groups per step for %d env ids: %s never played; pass --task-sampler sequential (or "
+                       "uniform, learnability) to give every id its turn", groups, len(ids), ", ".join(unplayed))
+    return make_vec(env_ids, wrappers=_wrapper_fns(args, tokenizer), seed=args.seed)
+
+
+def _make_task_sampler(args: argparse.Namespace) -> Any:
+    """The ``--task-sampler`` (``None`` without it), resumed from ``--model``'s checkpoint when that
+    holds the state of the same kind of sampler over the same tasks."""
+    name = getattr(args, "task_sampler", None)
+    if name is None:
+        return None
+    from gem.rl.task_sampler import make_task_sampler
+
+    ids = list(dict.fromkeys(_env_ids(args)))
+    sampler = make_task_sampler(name, ids, seed=args.seed, group_size=args.group_size)
+    state_path = Path(str(args.model)) / TASK_STATE_FILE
+    if state_path.is_file():
+        import json
+
+        try:
+            sampler.load_state_dict(json.loads(state_path.read_text(encoding="utf-8")))
+        except (ValueError, OSError) as exc:
+            logger.warning("not resuming the task sampler from %s (%s); starting a fresh one", state_path, exc)
+        else:
+            logger.info("task sampler resumed from %s", state_path)
+    return sampler
+
+
+def _update_task_sampler(sampler: Any, tasks: Sequence[str], episodes: Sequence[Any], group_size: int,
+                         cost: str) -> dict[str, list[float]]:
+    """Tell ``sampler`` what each group did; returns each task's episode outcomes of this step."""
+    from gem.rl.task_sampler import episode_cost
+
+    outcomes: dict[str, list[float]] = {}
+    for g, task in enumerate(tasks):
+        group = episodes[g * group_size:(g + 1) * group_size]
+        successes = [1.0 if ep.success else 0.0 for ep in group]  # unknown or ungraded counts as failed
+        sampler.update(task, successes, sum(episode_cost(ep, cost) for ep in group))
+        outcomes.setdefault(task, []).extend(successes)
+    return outcomes
 
 
 class _Logger:
@@ -151,6 +216,8 @@ class _Logger:
         self.file = self.path.open("w", newline="")
         self.writer = csv.DictWriter(self.file, fieldnames=CSV_FIELDS)
         self.writer.writeheader()
+        self.task_file: Any = None
+        self.task_writer: Any = None
         self.wandb = None
         if args.wandb:
             try:
@@ -166,13 +233,37 @@ class _Logger:
         if self.wandb is not None:
             self.wandb.log(row, step=row["step"])
 
+    def log_tasks(self, step: int, sampler: Any, tasks: Sequence[str], outcomes: dict[str, list[float]]) -> None:
+        """One ``tasks.csv`` row per task: this step's groups, episodes and success rate; the running
+        totals, estimate, mean cost and the chance of the next draw."""
+        if self.task_writer is None:
+            self.task_file = (self.path.parent / "tasks.csv").open("w", newline="")
+            self.task_writer = csv.DictWriter(self.task_file, fieldnames=TASK_FIELDS)
+            self.task_writer.writeheader()
+        flat: dict[str, float] = {}
+        for info in sampler.report():
+            task = info["task"]
+            done = outcomes.get(task, [])
+            row = {"step": step, "task": task, "groups": tasks.count(task), "episodes": len(done),
+                   "success_rate": round(sum(done) / len(done), 4) if done else "",
+                   "total_groups": info["groups"], "estimate": round(info["estimate"], 4),
+                   "mean_cost": round(info["mean_cost"], 4), "probability": round(info["probability"], 4)}
+            self.task_writer.writerow(row)
+            flat.update({f"task/{task}/{k}": v for k, v in row.items() if k not in ("step", "task") and v != ""})
+        self.task_file.flush()
+        if self.wandb is not None:
+            self.wandb.log(flat, step=step)
+
     def close(self) -> None:
         self.file.close()
+        if self.task_file is not None:
+            self.task_file.close()
         if self.wandb is not None:
             self.wandb.finish()
 
 
-def _save(model: Any, tokenizer: Any, value_head: Any, path: Path) -> None:
+def _save(model: Any, tokenizer: Any, value_head: Any, path: Path, task_sampler: Any = None,
+          step: int = 0) -> None:
     import torch
 
     path.mkdir(parents=True, exist_ok=True)
@@ -180,6 +271,11 @@ def _save(model: Any, tokenizer: Any, value_head: Any, path: Path) -> None:
     tokenizer.save_pretrained(str(path))
     if value_head is not None:
         torch.save(value_head.state_dict(), path / "value_head.pt")
+    if task_sampler is not None:  # a later `gem train --model <this checkpoint>` resumes the sampler from it
+        import json
+
+        state = {**task_sampler.state_dict(), "after_step": step}
+        (path / TASK_STATE_FILE).write_text(json.dumps(state, indent=1), encoding="utf-8")
 
 
 def update(model: Any, value_head: Any, optimizer: Any, transitions: Sequence[Any], args: argparse.Namespace,
@@ -331,6 +427,15 @@ def _format_step(row: dict[str, Any]) -> str:
     return text + (f"; {SKIP_NOTE}" if row.get("skipped") else "")
 
 
+def _format_tasks(sampler: Any, tasks: Sequence[str], outcomes: dict[str, list[float]]) -> str:
+    parts = []
+    for info in sampler.report():
+        task, done = info["task"], outcomes.get(info["task"], [])
+        played = f"{tasks.count(task)} group(s), success {sum(done) / len(done):.2f}" if done else "not played"
+        parts.append(f"{task} {played}, next chance {info['probability']:.2f}")
+    return "; ".join(parts)
+
+
 def _log_sample(step: int, episodes: Sequence[Any]) -> None:
     for ep in episodes:
         if ep.transitions:
@@ -352,6 +457,7 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
     from gem.rl.collect import assign_advantages, collect_episodes, episode_stats
 
     _validate(args)
+    task_sampler = _make_task_sampler(args)
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     model, tokenizer, compute_dtype = load_for_training(args)
@@ -380,7 +486,14 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
     params = [p for p in model.parameters() if p.requires_grad]
     params += list(value_head.parameters()) if value_head is not None else []
     optimizer = torch.optim.AdamW(params, lr=args.lr)
-    vec = _make_envs(args, tokenizer)
+    pool = None
+    if task_sampler is None:
+        vec = _make_envs(args, tokenizer)
+    else:
+        from gem.rl.collect import EnvPool
+
+        pool = EnvPool(_wrapper_fns(args, tokenizer), seed=args.seed)
+        pool.check(task_sampler.tasks)
     log = _Logger(out, args)
     sample_every = getattr(args, "sample_every", 0)
     logger.info("training %s with %s on %s: %d steps of %d episodes (sampler %s%s)", args.model, args.algo,
@@ -393,7 +506,14 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
             groups = args.num_envs // args.group_size
             base = args.seed * 1_000_003 + step * groups
             seeds = [base + i // args.group_size for i in range(args.num_envs)]
+            if task_sampler is not None:  # one task per group, a vector of the pool's envs for them
+                tasks = task_sampler.sample(groups)
+                vec = pool.vector([t for t in tasks for _ in range(args.group_size)])
             episodes = collect_episodes(vec, sampler, seeds=seeds, max_turns=args.max_turns)
+            if task_sampler is not None:
+                outcomes = _update_task_sampler(task_sampler, tasks, episodes, args.group_size, args.task_cost)
+                log.log_tasks(step, task_sampler, tasks, outcomes)
+                logger.info("step %d tasks: %s", step, _format_tasks(task_sampler, tasks, outcomes))
             t_sampled = time.perf_counter()
             if args.algo == "ppo" and args.rollout == "vllm":  # values from the trainer's critic
                 _fill_values(hf_policy, episodes)
@@ -419,15 +539,18 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
             if progress is not None:
                 progress(row)
             if args.save_every and step % args.save_every == 0:
-                _save(model, tokenizer, value_head, out / f"checkpoint-{step}")
+                _save(model, tokenizer, value_head, out / f"checkpoint-{step}", task_sampler, step)
             if max_seconds and time.perf_counter() - started > max_seconds and step < args.steps:
                 logger.info("stopping after step %d of %d: --max-minutes %.1f reached", step, args.steps,
                             args.max_minutes)
                 break
-        _save(model, tokenizer, value_head, out / "final")
+        _save(model, tokenizer, value_head, out / "final", task_sampler, step)
     finally:
         log.close()
-        vec.close()
+        if pool is not None:
+            pool.close()
+        else:
+            vec.close()
     return out
 
 
