@@ -23,7 +23,9 @@ import http.client
 import json
 import math
 import numbers
+import random
 import socket
+import string
 import threading
 import time
 import urllib.parse
@@ -82,6 +84,13 @@ def gem_side_info(
     if terminated or truncated:
         info["success"] = bool(terminated) and reward >= success_reward
     return info
+
+
+def random_text(rng: random.Random, max_chars: int = 24) -> str:
+    """Random printable text from ``rng``: a bridge's ``sample_random_action`` when the other side
+    does not say what its actions look like (a well-formed string, not necessarily a valid move)."""
+    alphabet = string.ascii_letters + string.digits + " "
+    return "".join(rng.choice(alphabet) for _ in range(rng.randint(1, max_chars))).strip() or "a"
 
 
 def parse_json(data: bytes | str, source: str) -> Any:

@@ -36,7 +36,15 @@ from typing import Any, Callable, Optional
 
 from gem.core import Env
 from gem.errors import InfrastructureError, missing_extra
-from gem.interop.border import DEFAULT_MAX_REPLY_BYTES, fetch_json, finite_reward, gem_side_info, origin, parse_json
+from gem.interop.border import (
+    DEFAULT_MAX_REPLY_BYTES,
+    fetch_json,
+    finite_reward,
+    gem_side_info,
+    origin,
+    parse_json,
+    random_text,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -110,18 +118,22 @@ class OpenEnvEnv(Env):
     """
 
     # check_env's checks a remote env cannot pass, and why (check_env reports them as declared
-    # limits, not failures; tests/interop/test_hostile_server.py keeps this set exact).
+    # limits, not failures; tests/interop/test_bridge_limits.py keeps this set exact).
     declared_limits: dict[str, str] = {
         "check_hostile_actions": (
             "the server's message size limit applies: a 10 MB action is refused by the server "
             "(an InfrastructureError here), not scored as a format error"
         ),
+        "check_random_action_is_well_formed": (
+            "OpenEnv's protocol does not say what a valid move looks like, so sampled actions are "
+            "random text, which the env may score as a format error"
+        ),
+        "check_seed_sensitivity": (
+            "sampled actions are random text (see above): an env that shows nothing of its seed before a "
+            "valid move plays the same episode for every seed under them"
+        ),
         "check_state_roundtrip": (
             "the episode's state lives on the server; OpenEnv's protocol has no message to restore it"
-        ),
-        "check_thread_determinism": (
-            "a bridge env holds a connection to its server and cannot be copied; make one env per "
-            "thread with gem.make"
         ),
     }
 
@@ -309,6 +321,20 @@ class OpenEnvEnv(Env):
     def state(self) -> dict[str, Any]:
         """The server's state of this session (OpenEnv's ``state`` message)."""
         return self._send({"type": "state"})
+
+    def sample_random_action(self) -> str:
+        """Random text from this env's action generator: OpenEnv does not say what a valid move
+        looks like, so the action is well-formed for the schema (a string), not a valid move."""
+        return random_text(self.action_rng)
+
+    def get_state(self) -> dict[str, Any]:
+        raise NotImplementedError(
+            "An OpenEnv env's episode state lives on its server, and OpenEnv's protocol has no message to "
+            "restore one; play it again from its seed instead."
+        )
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.get_state()
 
     def close(self) -> None:
         _close_connection(self._conn)

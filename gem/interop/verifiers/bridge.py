@@ -38,7 +38,7 @@ from typing import Any, Callable, Optional
 
 from gem.core import Env
 from gem.errors import GemError, InfrastructureError, missing_extra
-from gem.interop.border import finite_reward, gem_side_info
+from gem.interop.border import finite_reward, gem_side_info, random_text
 
 logger = logging.getLogger(__name__)
 
@@ -204,7 +204,17 @@ class VerifiersEnv(Env):
 
     # check_env's checks this bridge cannot pass, and why (check_env reports them as declared
     # limits; tests/interop/test_bridge_limits.py keeps the set exact).
-    declared_limits: dict[str, str] = {}
+    declared_limits: dict[str, str] = {
+        "check_random_action_is_well_formed": (
+            "A verifiers environment does not say what a valid move looks like, so sampled actions are "
+            "random text, which the env may score as a format error"
+        ),
+        "check_seed_sensitivity": (
+            "sampled actions are random text (see above): an env that shows nothing of its seed before a "
+            "valid move plays the same episode for every seed under them"
+        ),
+        "check_state_roundtrip": "the episode runs in the env's run() coroutine, whose state cannot be copied",
+    }
 
     def __init__(
         self, environment: str, *, taskset_kwargs: Optional[dict[str, Any]] = None,
@@ -316,6 +326,20 @@ class VerifiersEnv(Env):
         info = gem_side_info({"verifiers_rewards": _rewards(trace)}, source, reward=reward, terminated=True,
                              truncated=False, success_reward=self.success_reward)
         return self._result("", reward, True, False, info)
+
+    def sample_random_action(self) -> str:
+        """Random text from this env's action generator (verifiers does not say what a valid reply
+        looks like)."""
+        return random_text(self.action_rng)
+
+    def get_state(self) -> dict[str, Any]:
+        raise NotImplementedError(
+            "A verifiers env's episode runs in its run() coroutine, whose state cannot be copied; play it "
+            "again from its seed instead."
+        )
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.get_state()
 
     def _stop_game(self) -> None:
         _stop_game(self._box, min(self.step_timeout, STOP_TIMEOUT))
