@@ -151,7 +151,8 @@ def fetch_json(
             current = target
             continue
         if status != 200:
-            raise InfrastructureError(f"{current} answered HTTP {status}: {preview(body.decode('utf-8', 'replace'), 200)}")
+            text = preview(body.decode("utf-8", "replace"), 200)
+            raise InfrastructureError(f"{current} answered HTTP {status}: {text}")
         return parse_json(body, current)
     raise InfrastructureError(f"{url}: more than {MAX_REDIRECTS} redirects.")
 

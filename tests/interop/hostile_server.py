@@ -33,7 +33,8 @@ def _result(reward: str = "0.0", done: str = "true", metadata: str = '{"terminat
             observation: Optional[str] = None) -> str:
     """A step reply written as raw JSON text, so NaN/Infinity literals and wrong types go out as they are."""
     obs = observation if observation is not None else '{"text": "over", "metadata": ' + metadata + "}"
-    return '{"type": "observation", "data": {"observation": ' + obs + ', "reward": ' + reward + ', "done": ' + done + "}}"
+    data = '{"observation": ' + obs + ', "reward": ' + reward + ', "done": ' + done + "}"
+    return '{"type": "observation", "data": ' + data + "}"
 
 
 # mode -> what its step answers (a JSON text), for the modes whose only hostility is the step reply.
@@ -46,7 +47,8 @@ STEP_REPLIES: dict[str, str] = {
     "reward-string": _result('"1.0"'),
     "reward-list": _result("[1.0]"),
     "reward-object": _result('{"value": 1.0}'),
-    "claims-success": _result("0.0", metadata='{"terminated": true, "truncated": false, "success": true, "correct": true}'),
+    "claims-success": _result(
+        "0.0", metadata='{"terminated": true, "truncated": false, "success": true, "correct": true}'),
     "inf-claims-success": _result("Infinity", metadata='{"terminated": true, "truncated": false, "success": true}'),
     "flags-not-bools": _result("1.0", metadata='{"terminated": "yes", "truncated": 0}'),
     "done-not-bool": _result("1.0", done='"true"', metadata="{}"),
@@ -79,7 +81,9 @@ MODES = tuple(STEP_REPLIES) + OTHER_MODES
 class HostileServer:
     """The server; see the module's doc. ``drip``: seconds between dripped bytes."""
 
-    def __init__(self, *, drip: float = 1.0, lifetime: float = 120.0, redirect_to: str = "http://localhost:9/x") -> None:
+    def __init__(
+        self, *, drip: float = 1.0, lifetime: float = 120.0, redirect_to: str = "http://localhost:9/x"
+    ) -> None:
         self.drip, self.lifetime, self.redirect_to = drip, lifetime, redirect_to
         self.requests: list[tuple[str, dict[str, str]]] = []
         self.stopping = threading.Event()
@@ -165,7 +169,8 @@ class HostileServer:
         elif mode == "drip-headers":
             self._drip(sock, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
         elif mode == "huge-schema":
-            sock.sendall(f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {HUGE}\r\n\r\n".encode())
+            head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {HUGE}\r\n\r\n"
+            sock.sendall(head.encode())
             self._stream(sock, HUGE)
         elif mode == "huge-schema-unannounced":
             sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n")
@@ -188,7 +193,8 @@ class HostileServer:
         if mode == "ws-redirect-away":
             self._send_http(sock, 302, b"", f"Location: {self.redirect_to}\r\n")
             return
-        accept = base64.b64encode(hashlib.sha1((headers.get("sec-websocket-key", "") + GUID).encode()).digest()).decode()
+        key = headers.get("sec-websocket-key", "")
+        accept = base64.b64encode(hashlib.sha1((key + GUID).encode()).digest()).decode()
         sock.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                       f"Sec-WebSocket-Accept: {accept}\r\n\r\n").encode())
         while not self.stopping.is_set():

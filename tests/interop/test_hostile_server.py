@@ -16,7 +16,7 @@ from gem.core import Agent  # noqa: E402
 from gem.errors import InfrastructureError  # noqa: E402
 from gem.interop.border import MAX_ABS_REWARD  # noqa: E402
 from gem.rollout import run_episode  # noqa: E402
-from tests.interop.hostile_server import HUGE, HostileServer  # noqa: E402
+from tests.interop.hostile_server import HostileServer  # noqa: E402
 
 TIMEOUT = 3.0  # the bridge's total deadline per call in these tests
 SLACK = 2.0  # what a deadline may overrun by on a loaded machine

@@ -179,7 +179,8 @@ class OpenEnvEnv(Env):
                 props = action_schema.get("properties")
                 props = props if isinstance(props, dict) else {}
                 fields = ", ".join(
-                    f"{k}: {v.get('type', v.get('anyOf', '?')) if isinstance(v, dict) else '?'}" for k, v in props.items()
+                    f"{k}: {v.get('type', v.get('anyOf', '?')) if isinstance(v, dict) else '?'}"
+                    for k, v in props.items()
                 ) or "none declared"
                 raise ValueError(
                     f"The OpenEnv server at {self.base_url} does not take a text action (its action fields: "
@@ -213,7 +214,8 @@ class OpenEnvEnv(Env):
                 # max_size: a frame announcing more is refused before its payload is read.
                 self._conn["ws"] = connect(
                     self._ws_url, sock=sock, additional_headers=self._headers,
-                    open_timeout=max(0.001, deadline - time.monotonic()), close_timeout=1, max_size=self.max_reply_bytes,
+                    open_timeout=max(0.001, deadline - time.monotonic()), close_timeout=1,
+                    max_size=self.max_reply_bytes,
                 ).__enter__()
             except Exception as exc:  # websockets raises its own errors for refused handshakes
                 if sock is not None:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from gem.core import Env
-from gem.errors import GemError, InfrastructureError, missing_extra
+from gem.errors import GemError, missing_extra
 from gem.interop.border import finite_reward, gem_side_info, random_text
 
 logger = logging.getLogger(__name__)

@@ -210,7 +210,10 @@ def test_a_symlink_out_of_the_task_is_refused(tmp_path, where):
     _write(host / "task.toml", 'version = "1.0"\n')
     root = _sandbox_task(tmp_path / "task")
     name = Path(where).name
-    target = host if name in ("tests", "environment", "sub") else host / (name if name in ("test.sh", "task.toml") else "secret.txt")
+    if name in ("tests", "environment", "sub"):
+        target = host
+    else:
+        target = host / (name if name in ("test.sh", "task.toml") else "secret.txt")
     _link(root / where, target)
     with pytest.raises(ValueError, match="leads out of the task directory"):
         load_task(root)
