@@ -50,7 +50,7 @@ def finite_reward(value: Any, source: str, *, none_is: Optional[float] = None) -
     """
     if value is None and none_is is not None:
         return float(none_is)
-    if not isinstance(value, numbers.Real) and type(value).__name__ != "bool_":  # numpy.bool_ is no Real
+    if not isinstance(value, numbers.Real) and not is_numpy_scalar(value, "biuf"):  # numpy's bool is no Real
         raise InfrastructureError(
             f"{source} sent a reward that is not a number: {preview(repr(value), 80)} ({type(value).__name__})."
         )
@@ -64,6 +64,12 @@ def finite_reward(value: Any, source: str, *, none_is: Optional[float] = None) -
             f"at most {MAX_ABS_REWARD:g}. The episode is an infrastructure error, not a result."
         )
     return reward
+
+
+def is_numpy_scalar(value: Any, kinds: str) -> bool:
+    """Whether ``value`` is a numpy scalar (0-d) of one of the dtype ``kinds`` ("b" bool, "f" float...)."""
+    dtype = getattr(value, "dtype", None)
+    return getattr(value, "shape", None) == () and getattr(dtype, "kind", None) in tuple(kinds)
 
 
 def gem_side_info(

@@ -40,7 +40,7 @@ from gymnasium import spaces
 
 from gem.core import Env
 from gem.errors import GemError, InfrastructureError
-from gem.interop.border import finite_reward, gem_side_info
+from gem.interop.border import finite_reward, gem_side_info, is_numpy_scalar
 
 logger = logging.getLogger(__name__)
 
@@ -281,7 +281,7 @@ class GymnasiumTextEnv(Env):
         return self.gym_id or type(self.gym_env).__name__
 
     def _flag(self, value: Any, name: str) -> bool:
-        if isinstance(value, bool) or type(value).__name__ == "bool_":  # numpy's bool too
+        if isinstance(value, bool) or is_numpy_scalar(value, "b"):  # numpy's bool too
             return bool(value)
         raise InfrastructureError(f"{self._name} returned {name}={value!r}, not a bool.")
 

@@ -176,6 +176,11 @@ def test_gymnasium_to_gem_decides_success_itself():
     honest = from_gymnasium(_Scripted().make(1.0, {}))
     honest.reset(seed=0)
     assert honest.step("x")[4]["success"] is True
+    import numpy as np
+
+    numpy_typed = from_gymnasium(_Scripted().make(np.float32(1.0), {}, terminated=np.bool_(True)))  # as many envs
+    numpy_typed.reset(seed=0)
+    assert numpy_typed.step("x")[1:4] == (1.0, True, False)
     bad_flag = from_gymnasium(_Scripted().make(1.0, {}, terminated="yes"))
     bad_flag.reset(seed=0)
     with pytest.raises(InfrastructureError, match="terminated"):
