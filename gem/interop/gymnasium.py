@@ -17,6 +17,12 @@ episode is the GEM episode of that seed. ``reset()`` without a seed draws the GE
 Gymnasium generator (``self.np_random``), so it is reproducible after a seeded reset, as Gymnasium
 expects.
 
+Rewards cross only as finite numbers, either way: a NaN, infinite or absurd reward (see
+:mod:`gem.interop.border`) raises :class:`~gem.errors.InfrastructureError` instead. Going out, the
+GEM env's ``info["success"]`` is GEM's own verdict and goes with it; coming in, the Gymnasium env's
+``success``/``correct`` are kept only as ``remote_success``/``remote_correct``, and GEM decides
+``info["success"]`` on the last step (terminated with a reward at the env's ``success_reward``).
+
 **Gymnasium as GEM.** :class:`GymnasiumTextEnv` is a GEM env around any Gymnasium env whose spaces
 are ``Text``; ``gem.make("gymnasium:<gymnasium id>")`` builds one from Gymnasium's registry, and
 :func:`from_gymnasium` wraps an env object you already have.
@@ -33,7 +39,8 @@ import gymnasium
 from gymnasium import spaces
 
 from gem.core import Env
-from gem.errors import GemError
+from gem.errors import GemError, InfrastructureError
+from gem.interop.border import finite_reward, gem_side_info, is_numpy_scalar
 
 logger = logging.getLogger(__name__)
 
@@ -158,12 +165,13 @@ class GemGymnasiumEnv(gymnasium.Env):
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = self.gem_env.step(action)
+        reward = finite_reward(reward, f"{self.gem_env.env_id or type(self.gem_env).__name__}")
         self._last_observation = self._text(observation, "step")
         info = copy.deepcopy(info)
         if terminated and truncated:  # GEM's single-turn tasks set both; Gymnasium: truncated only if not ended
             info[GEM_TRUNCATED_KEY] = True
             truncated = False
-        return self._last_observation, float(reward), bool(terminated), bool(truncated), info
+        return self._last_observation, reward, bool(terminated), bool(truncated), info
 
     def _text(self, observation: Any, where: str) -> str:
         if not isinstance(observation, str):
@@ -223,6 +231,10 @@ class GymnasiumTextEnv(Env):
     this env's generator (so a seeded GEM env stays reproducible).
     """
 
+    # check_env's checks this bridge cannot pass, and why (check_env reports them as declared
+    # limits; tests/interop/test_bridge_limits.py keeps the set exact).
+    declared_limits: dict[str, str] = {}
+
     def __init__(self, gym_id: Optional[str] = None, *, env: Optional[gymnasium.Env] = None, **kwargs: Any) -> None:
         if (gym_id is None) == (env is None):
             raise ValueError("Give GymnasiumTextEnv either gym_id (a Gymnasium id) or env (a gymnasium.Env).")
@@ -240,24 +252,42 @@ class GymnasiumTextEnv(Env):
                 )
         self.gym_env = env
         self.gym_id = gym_id
+        self._closed = False
 
     def reset(self, seed: Optional[int] = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         gym_seed = seed if seed is not None else self.rng.randrange(_SEED_BOUND)
         observation, info = self.gym_env.reset(seed=gym_seed, options=kwargs or None)
-        return self._text(observation), dict(info)
+        info = gem_side_info(info, self._name, reward=0.0, terminated=False, truncated=False,
+                             success_reward=self.success_reward)
+        return self._text(observation), info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self._needs_reset and (ended := self._step_without_episode()) is not None:
             return ended
         observation, reward, terminated, truncated, info = self.gym_env.step(action)
+        reward = finite_reward(reward, self._name)
+        if not isinstance(info, dict):
+            raise InfrastructureError(f"{self._name} returned an info that is a {type(info).__name__}, not a dict.")
         info = dict(info)
-        truncated = bool(info.pop(GEM_TRUNCATED_KEY, truncated))
-        return self._result(self._text(observation), float(reward), bool(terminated), truncated, info)
+        truncated = info.pop(GEM_TRUNCATED_KEY, truncated)
+        terminated, truncated = self._flag(terminated, "terminated"), self._flag(truncated, "truncated")
+        info = gem_side_info(info, self._name, reward=reward, terminated=terminated, truncated=truncated,
+                             success_reward=self.success_reward)
+        return self._result(self._text(observation), reward, terminated, truncated, info)
+
+    @property
+    def _name(self) -> str:
+        return self.gym_id or type(self.gym_env).__name__
+
+    def _flag(self, value: Any, name: str) -> bool:
+        if isinstance(value, bool) or is_numpy_scalar(value, "b"):  # numpy's bool too
+            return bool(value)
+        raise InfrastructureError(f"{self._name} returned {name}={value!r}, not a bool.")
 
     def _text(self, observation: Any) -> str:
         if not isinstance(observation, str):
-            raise GemError(f"{self.gym_id or type(self.gym_env).__name__} returned a {type(observation).__name__}, not text.")
+            raise InfrastructureError(f"{self._name} returned a {type(observation).__name__}, not text.")
         return observation
 
     def sample_random_action(self) -> str:
@@ -268,7 +298,9 @@ class GymnasiumTextEnv(Env):
         return self.gym_env.action_space.sample()
 
     def close(self) -> None:
-        self.gym_env.close()
+        if not self._closed:
+            self._closed = True
+            self.gym_env.close()
 
 
 def from_gymnasium(env: gymnasium.Env) -> GymnasiumTextEnv:

@@ -216,7 +216,7 @@ def test_gem_plays_an_openenv_server_built_with_create_app(openenv_server):
     target = random.Random(4).randint(0, 9)
     wrong = str((target + 1) % 10)
     assert env.step(wrong) == ("Wrong.", 0.0, False, False, {})
-    assert env.step(str(target)) == ("Right!", 1.0, True, False, {})
+    assert env.step(str(target)) == ("Right!", 1.0, True, False, {"success": True})  # decided by GEM
     env.reset(seed=4)
     for _ in range(2):
         env.step(wrong)

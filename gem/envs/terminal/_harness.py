@@ -58,6 +58,7 @@ _gem_isolate_imports()
 import base64  # noqa: E402
 import io as _gem_io  # noqa: E402
 import json as _gem_json  # noqa: E402
+import math as _gem_math  # noqa: E402
 import select as _gem_select  # noqa: E402
 import subprocess as _gem_subprocess  # noqa: E402
 import tarfile as _gem_tarfile  # noqa: E402
@@ -262,9 +263,14 @@ def _gem_run_script(header: dict, ws: str) -> dict:
             try:
                 value = _gem_json.loads(text) if name.endswith("json") else float(text)
                 score = float(value["reward"] if isinstance(value, dict) else value)
+            except OverflowError:
+                score = float("inf")
             except (ValueError, KeyError, TypeError):
                 score = None
             break
+    if score is not None and not _gem_math.isfinite(score):  # inf, nan: no verdict, never a pass
+        return {"passed": False, "ungraded": f"the reward file holds {score!r}, not a finite number",
+                "detail": (proc.stdout + proc.stderr)[-800:]}
     if score is None:  # no reward file: the exit status decides, as Terminal-Bench's run-tests.sh
         score = 1.0 if proc.returncode == 0 else 0.0
     score = min(1.0, max(0.0, score))
@@ -325,7 +331,8 @@ def _gem_wait(pid: int, read_fd: int, timeout: float) -> dict:
     except ValueError:
         return {"passed": False, "detail": "the test process ended without a result"}
     return {"passed": result.get("passed") is True, "score": result.get("score"),
-            "detail": str(result.get("detail", ""))[:800]}
+            "detail": str(result.get("detail", ""))[:800],
+            **({"ungraded": str(result["ungraded"])[:300]} if result.get("ungraded") else {})}
 
 
 def _gem_load_pristine(data: bytes) -> None:

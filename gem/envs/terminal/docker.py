@@ -19,6 +19,7 @@ shell and the grading issue and how the reward is read.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from gem.envs.terminal.task import ContainerSpec, TerminalTask
@@ -85,6 +86,10 @@ class TaskDockerShell(_DockerShell):
             score = float(score["reward"] if isinstance(score, dict) else score)
         except (ValueError, KeyError, TypeError):
             score = 1.0 if proc.returncode == 0 else 0.0
+        except OverflowError:
+            score = float("inf")
+        if not math.isfinite(score):  # inf, nan: no verdict, never a pass
+            return Verdict([], graded=False, reason=f"the reward file holds {score!r}, not a finite number")
         score = min(1.0, max(0.0, score))
         detail = (proc.stdout + proc.stderr).decode(errors="replace")[-800:]
         return Verdict([{"test": "test.sh", "passed": score >= 1.0, "score": score, "detail": detail}])

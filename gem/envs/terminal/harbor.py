@@ -24,6 +24,15 @@ The older Terminal-Bench layout (``task.yaml``, ``Dockerfile``, ``run-tests.sh``
   ``REWARD_FILE`` set; its reward is only as trustworthy as the script, since the agent's
   programs it runs could write the reward file too, exactly as under Harbor).
 
+A task directory is untrusted input, read by :class:`TaskReader`: every file comes from inside
+the directory (a symlink that leads out of it, ``instruction.md``, ``tests/`` or ``solution/``
+included, is a ``ValueError``; links within it are followed for single files and left out of
+trees), only regular files are read, each at most :data:`MAX_FILE_BYTES` (text files
+:data:`MAX_TEXT_BYTES`) and all of one task at most :data:`MAX_TASK_BYTES`, and every number of
+``task.toml``/``task.yaml`` is range-checked (seconds finite, more than 0 and at most a day; turns
+from 1 to 100 000). A reward file that holds no finite number (``inf``, ``nan``) leaves the
+episode ungraded, never paid.
+
 ``[gem] mutable`` lists the starting files the task may change (paths or glob patterns); every
 other starting file must be unchanged when the workspace is graded, or every test fails.
 
@@ -37,12 +46,15 @@ bundled tasks round-trip through it.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import stat
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from gem.envs.terminal.task import ContainerSpec, TerminalTask, build_tar
+from gem.envs.terminal.task import MAX_TURNS, ContainerSpec, TerminalTask, build_tar, check_seconds
+
+logger = logging.getLogger(__name__)
 
 CHECKS_FILE = "gem_checks.py"
 RUNNER_FILE = "gem_runner.py"
@@ -64,9 +76,91 @@ exec env -i PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 HOME="$LOGS" \\
     python3 -I "$TESTS/gem_runner.py" --harbor "$TESTS" "$LOGS"
 """
 _CONTAINER_FILES = ("Dockerfile", "docker-compose.yaml", "docker-compose.yml")
+MAX_FILE_BYTES = 32 << 20  # one file of a task directory
+MAX_TEXT_BYTES = 1 << 20  # task.toml, task.yaml, instruction.md, the solution, the checks
+MAX_TASK_BYTES = 64 << 20  # everything read from one task directory
 
 
-def _toml(path: Path) -> dict[str, Any]:
+class TaskReader:
+    """Reads the files of one task directory: from inside it only, regular files only, within caps.
+
+    ``ValueError`` (naming the file) for a path that resolves outside the directory, a file that is
+    not a regular file, one over its cap, or a task whose files together pass :data:`MAX_TASK_BYTES`.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.given = root
+        self.root = root.resolve()
+        self.total = 0
+
+    def inside(self, path: Path) -> Path:
+        """``path`` resolved (symlinks followed), if that is inside the task directory."""
+        real = path.resolve()
+        if real != self.root and self.root not in real.parents:
+            raise ValueError(
+                f"{path} leads out of the task directory {self.given} (to {real}); a task's files come "
+                "from inside its directory only."
+            )
+        return real
+
+    def exists(self, path: Path) -> bool:
+        """Whether ``path`` is there (as a file, a directory or any link, to be checked on reading)."""
+        return os.path.lexists(path)
+
+    def is_file(self, path: Path) -> bool:
+        return self.exists(path) and self.inside(path).is_file()
+
+    def is_dir(self, path: Path) -> bool:
+        return self.exists(path) and self.inside(path).is_dir()
+
+    def read(self, path: Path, cap: int = MAX_FILE_BYTES) -> tuple[bytes, int]:
+        """``(content, permission bits)`` of the regular file at ``path``."""
+        real = self.inside(path)
+        info = real.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"{path} is not a regular file.")
+        if info.st_size > cap:
+            raise ValueError(f"{path} holds {info.st_size} bytes; a task file may hold at most {cap}.")
+        with open(real, "rb") as fh:
+            data = fh.read(cap + 1)
+        if len(data) > cap:
+            raise ValueError(f"{path} holds more than {cap} bytes; a task file may hold at most {cap}.")
+        self.total += len(data)
+        if self.total > MAX_TASK_BYTES:
+            raise ValueError(f"{self.given}: the task's files hold more than {MAX_TASK_BYTES} bytes in all.")
+        return data, stat.S_IMODE(info.st_mode)
+
+    def text(self, path: Path, cap: int = MAX_TEXT_BYTES) -> str:
+        data, _ = self.read(path, cap)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path} is not UTF-8 text: {exc}") from exc
+
+    def tree(self, top: Path, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+        """``relative path -> (bytes, mode)`` of the regular files under ``top``. Links are not
+        followed; one that leads out of the task is an error, one within it is left out."""
+        files: dict[str, Any] = {}
+        if not self.is_dir(top):
+            return files
+        start = self.inside(top)
+        for folder, dirs, names in os.walk(start, followlinks=False):
+            for name in sorted(dirs) + sorted(names):
+                path = Path(folder) / name
+                if path.is_symlink():
+                    self.inside(path)  # raises for a link out of the task
+                    logger.debug("%s: the link %s is left out of the task's files", self.given, path)
+            dirs.sort()
+            for name in sorted(names):
+                path = Path(folder) / name
+                rel = path.relative_to(start).as_posix()
+                if path.is_symlink() or rel in skip or not stat.S_ISREG(path.lstat().st_mode):
+                    continue
+                files[rel] = self.read(path)
+        return files
+
+
+def _toml(reader: TaskReader, path: Path) -> dict[str, Any]:
     try:
         import tomllib  # Python 3.11+
     except ImportError:  # pragma: no cover - 3.10
@@ -76,19 +170,27 @@ def _toml(path: Path) -> dict[str, Any]:
             from gem.errors import missing_extra
 
             raise missing_extra("Reading task.toml on Python 3.10", "terminal", "tomli") from exc
-    return tomllib.loads(path.read_text(encoding="utf-8"))
+    try:
+        return tomllib.loads(reader.text(path))
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path} is not valid TOML: {exc}") from exc
 
 
-def _read_tree(root: Path, skip: tuple[str, ...] = ()) -> dict[str, Any]:
-    """``relative path -> (bytes, mode)`` of the regular files under ``root``."""
-    files: dict[str, Any] = {}
-    if not root.is_dir():
-        return files
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root).as_posix()
-        if path.is_file() and not path.is_symlink() and rel not in skip:
-            files[rel] = (path.read_bytes(), stat.S_IMODE(path.stat().st_mode))
-    return files
+def _section(root: Path, config: dict[str, Any], name: str) -> dict[str, Any]:
+    value = config.get(name, {})
+    if not isinstance(value, dict):
+        raise ValueError(f"{root}: [{name}] must be a table, got {type(value).__name__}.")
+    return value
+
+
+def _seconds(root: Path, where: str, value: Any) -> float:
+    return check_seconds(value, f"{root}: {where}")
+
+
+def _turns(root: Path, where: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TURNS:
+        raise ValueError(f"{root}: {where} must be an int from 1 to {MAX_TURNS}, got {value!r}.")
+    return value
 
 
 def is_task_dir(path: Union[str, Path]) -> bool:
@@ -105,9 +207,9 @@ def load_task(path: Union[str, Path], verifier: str = "auto") -> TerminalTask:
     if verifier not in VERIFIERS:
         raise ValueError(f"verifier must be one of {VERIFIERS}, got {verifier!r}.")
     root = Path(path)
-    if (root / "task.toml").is_file():
+    if os.path.lexists(root / "task.toml"):
         return _load_harbor(root, verifier)
-    if (root / "task.yaml").is_file():
+    if os.path.lexists(root / "task.yaml"):
         return _load_tbench(root)
     raise ValueError(f"{root} is not a task directory: it has neither task.toml (Harbor) nor task.yaml (Terminal-Bench).")
 
@@ -143,39 +245,43 @@ def _mutable(root: Path, value: Any) -> tuple:
 
 
 def _load_harbor(root: Path, verifier_kind: str = "auto") -> TerminalTask:
-    config = _toml(root / "task.toml")
-    meta, agent, verifier = config.get("metadata", {}), config.get("agent", {}), config.get("verifier", {})
-    env_cfg, gem_cfg = config.get("environment", {}), config.get("gem", {})
+    reader = TaskReader(root)
+    config = _toml(reader, root / "task.toml")
+    meta, agent, verifier = (_section(root, config, name) for name in ("metadata", "agent", "verifier"))
+    env_cfg, gem_cfg = _section(root, config, "environment"), _section(root, config, "gem")
     env_dir = root / "environment"
+    tests_dir = root / "tests"
     container = None
-    in_sandbox = bool(gem_cfg.get("sandbox", False))
-    if not in_sandbox and (env_cfg.get("docker_image") or any((env_dir / f).is_file() for f in _CONTAINER_FILES)):
-        container = ContainerSpec(context_dir=str(env_dir) if env_dir.is_dir() else None,
+    in_sandbox = gem_cfg.get("sandbox", False)
+    if not isinstance(in_sandbox, bool):
+        raise ValueError(f"{root}: [gem] sandbox must be true or false, got {in_sandbox!r}.")
+    if not in_sandbox and (env_cfg.get("docker_image") or any(reader.is_file(env_dir / f) for f in _CONTAINER_FILES)):
+        container = ContainerSpec(context_dir=str(reader.inside(env_dir)) if reader.is_dir(env_dir) else None,
                                   image=env_cfg.get("docker_image"), workdir=str(gem_cfg.get("workdir", "/app")),
-                                  tests_dir=str(root / "tests"))
-    checks = root / "tests" / CHECKS_FILE
-    test_timeout = float(verifier.get("timeout_sec", 60.0))
-    if checks.is_file() and container is None and verifier_kind == "auto":
-        kind, tests = "checks", checks.read_text(encoding="utf-8")
-        test_timeout = float(gem_cfg.get("test_timeout", test_timeout))
-    elif (root / "tests" / "test.sh").is_file():
-        kind, tests = "script", {k: v for k, v in _read_tree(root / "tests").items()}
+                                  tests_dir=str(reader.inside(tests_dir) if reader.exists(tests_dir) else tests_dir))
+    checks = tests_dir / CHECKS_FILE
+    test_timeout = _seconds(root, "[verifier] timeout_sec", verifier.get("timeout_sec", 60.0))
+    if reader.is_file(checks) and container is None and verifier_kind == "auto":
+        kind, tests = "checks", reader.text(checks)
+        test_timeout = _seconds(root, "[gem] test_timeout", gem_cfg.get("test_timeout", test_timeout))
+    elif reader.is_file(tests_dir / "test.sh"):
+        kind, tests = "script", reader.tree(tests_dir)
     else:
         raise ValueError(f"{root}: no tests/test.sh (or tests/{CHECKS_FILE}) to verify the task with.")
-    workspace_dir = env_dir / FILES_DIR if in_sandbox and (env_dir / "Dockerfile").is_file() else env_dir
+    workspace_dir = env_dir / FILES_DIR if in_sandbox and reader.is_file(env_dir / "Dockerfile") else env_dir
     solve = root / "solution" / "solve.sh"
     return TerminalTask(
         name=_name(root),
-        instruction=(root / "instruction.md").read_text(encoding="utf-8"),
-        files={} if container else _read_tree(workspace_dir),
+        instruction=reader.text(root / "instruction.md"),
+        files={} if container else reader.tree(workspace_dir),
         tests=tests,
-        solution=solve.read_text(encoding="utf-8") if solve.is_file() else "",
+        solution=reader.text(solve) if reader.is_file(solve) else "",
         setup=str(gem_cfg.get("setup", "")),
         difficulty=_difficulty(meta.get("difficulty")),
         category=str(meta.get("category", "general")),
         kind=kind,
-        time_budget=float(agent.get("timeout_sec", 600.0)),
-        max_turns=int(gem_cfg.get("max_turns", 40)),
+        time_budget=_seconds(root, "[agent] timeout_sec", agent.get("timeout_sec", 600.0)),
+        max_turns=_turns(root, "[gem] max_turns", gem_cfg.get("max_turns", 40)),
         test_timeout=test_timeout,
         container=container,
         source=str(root),
@@ -186,14 +292,22 @@ def _load_harbor(root: Path, verifier_kind: str = "auto") -> TerminalTask:
 def _load_tbench(root: Path) -> TerminalTask:
     import yaml  # Terminal-Bench's format is YAML
 
-    config = yaml.safe_load((root / "task.yaml").read_text(encoding="utf-8")) or {}
+    reader = TaskReader(root)
+    try:
+        config = yaml.safe_load(reader.text(root / "task.yaml")) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{root}/task.yaml is not valid YAML: {exc}") from exc
+    if not isinstance(config, dict):
+        raise ValueError(f"{root}/task.yaml must hold a mapping, got {type(config).__name__}.")
     instruction = config.get("instruction")
-    if instruction is None and config.get("descriptions"):
-        instruction = config["descriptions"][0].get("description", "")
-    tests = _read_tree(root / "tests")
+    descriptions = config.get("descriptions")
+    if instruction is None and isinstance(descriptions, list) and descriptions and isinstance(descriptions[0], dict):
+        instruction = descriptions[0].get("description", "")
+    tests_dir = root / "tests"
+    tests = reader.tree(tests_dir)
     script = root / "run-tests.sh"
-    if script.is_file():
-        tests["test.sh"] = (script.read_bytes(), 0o755)
+    if reader.is_file(script):
+        tests["test.sh"] = (reader.read(script)[0], 0o755)
     elif "test.sh" not in tests:
         raise ValueError(f"{root}: no run-tests.sh to verify the task with.")
     solution = root / "solution.sh"
@@ -201,14 +315,14 @@ def _load_tbench(root: Path) -> TerminalTask:
         name=_name(root),
         instruction=str(instruction or ""),
         tests=tests,
-        solution=solution.read_text(encoding="utf-8") if solution.is_file() else "",
+        solution=reader.text(solution) if reader.is_file(solution) else "",
         difficulty=_difficulty(config.get("difficulty")),
         category=str(config.get("category", "general")),
         kind="script",
-        time_budget=float(config.get("max_agent_timeout_sec", 600.0)),
-        test_timeout=float(config.get("max_test_timeout_sec", 60.0)),
-        container=ContainerSpec(context_dir=str(root), workdir="/app", tests_dir=str(root / "tests"),
-                                test_script="run-tests.sh"),
+        time_budget=_seconds(root, "max_agent_timeout_sec", config.get("max_agent_timeout_sec", 600.0)),
+        test_timeout=_seconds(root, "max_test_timeout_sec", config.get("max_test_timeout_sec", 60.0)),
+        container=ContainerSpec(context_dir=str(reader.root), workdir="/app", test_script="run-tests.sh",
+                                tests_dir=str(reader.inside(tests_dir) if reader.exists(tests_dir) else tests_dir)),
         source=str(root),
     )
 

@@ -6,6 +6,7 @@ import ast
 import dataclasses
 import fnmatch
 import io
+import math
 import tarfile
 from functools import cached_property
 from typing import Any, Optional, Union
@@ -13,6 +14,8 @@ from typing import Any, Optional, Union
 FileSpec = Union[str, bytes, tuple]  # content, or (content, mode)
 DIFFICULTIES = ("easy", "medium", "hard")
 TEST_KINDS = ("checks", "script", "unit")
+MAX_SECONDS = 86_400.0  # a time budget or test timeout of at most a day
+MAX_TURNS = 100_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +79,11 @@ class TerminalTask:
         if isinstance(self.mutable, str) or not all(isinstance(p, str) and p for p in self.mutable):
             raise ValueError(f"task {self.name!r}: mutable must be a list of paths or glob patterns, got {self.mutable!r}.")
         object.__setattr__(self, "mutable", tuple(self.mutable))
+        for name in ("time_budget", "test_timeout"):
+            object.__setattr__(self, name, check_seconds(getattr(self, name), f"task {self.name!r}: {name}"))
+        turns = self.max_turns
+        if isinstance(turns, bool) or not isinstance(turns, int) or not 1 <= turns <= MAX_TURNS:
+            raise ValueError(f"task {self.name!r}: max_turns must be an int from 1 to {MAX_TURNS}, got {turns!r}.")
 
     def may_change(self, path: str) -> bool:
         """Whether the starting file ``path`` is one the task allows the agent to change."""
@@ -104,6 +112,20 @@ class TerminalTask:
     def files_tar(self) -> bytes:
         """The starting files as a tar (built once)."""
         return self.archive if self.archive is not None else build_tar(self.files)
+
+
+def check_seconds(value: Any, what: str) -> float:
+    """``value`` as seconds if it is a finite number in (0, :data:`MAX_SECONDS`]; else ``ValueError``
+    naming ``what`` (task files are untrusted: ``inf`` or ``1e12`` would overflow the timers)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{what} must be a number of seconds, got {value!r}.")
+    try:
+        seconds = float(value)
+    except OverflowError:
+        seconds = math.inf
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_SECONDS):
+        raise ValueError(f"{what} must be more than 0 and at most {MAX_SECONDS:g} seconds, got {value!r}.")
+    return seconds
 
 
 def build_tar(files: dict) -> bytes:

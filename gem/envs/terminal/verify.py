@@ -129,6 +129,8 @@ def run_harness(
         rec = verdicts.get(name)
         if rec is None:
             rec = {"test": name, "passed": False, "detail": f"no verdict (the harness stopped: {result.reason})"}
+        if rec.get("ungraded"):  # the test could not give a verdict (a reward file holding inf or nan)
+            return Verdict([], graded=False, reason=str(rec["ungraded"]))
         rec = {"test": name, "passed": rec.get("passed") is True, "detail": str(rec.get("detail") or ""),
                **({"score": rec["score"]} if isinstance(rec.get("score"), (int, float)) else {})}
         results.append(rec)

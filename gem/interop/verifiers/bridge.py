@@ -17,6 +17,12 @@ task's prompt. What the agent's replies earn is decided by the environment itsel
   present, so a GEM -> verifiers -> GEM round trip is exact.
 
 Only ``verifiers`` is needed (in its own environment, if its pins clash with yours).
+
+The environment is someone else's code (:mod:`gem.interop.border`): a reward that is not a finite
+number raises :class:`~gem.errors.InfrastructureError`, and ``info["success"]`` on the last step is
+GEM's (terminated with a reward at ``success_reward``). The threads that play ``run()`` are daemon
+threads, and an env that is dropped without ``close()`` stops its game when it is collected, so a
+script that forgets ``close()`` still ends.
 """
 
 from __future__ import annotations
@@ -26,11 +32,13 @@ import itertools
 import logging
 import queue
 import threading
+import weakref
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from gem.core import Env
 from gem.errors import GemError, missing_extra
+from gem.interop.border import finite_reward, gem_side_info, random_text
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +77,7 @@ class _Interaction:
 
     async def turn(self, message: Optional[str] = None) -> _Reply:
         text = self.task.data.prompt_text if message is None else str(message)
-        action = await asyncio.get_running_loop().run_in_executor(None, self._game.exchange, text)
+        action = await _in_daemon_thread(self._game.exchange, text)
         if action is None:
             return _Reply("", terminated=True)
         _record_reply(self.trace, action)
@@ -139,6 +147,31 @@ class _Game:
             self.finished = True
 
 
+async def _in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` in a daemon thread, awaited. Not the loop's default executor: its threads are
+    joined when Python exits, and one blocked waiting for GEM's next action would keep a script
+    that never called ``close()`` alive for ever."""
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if not future.done():
+            future.set_result(value) if ok else future.set_exception(value)
+
+    def run() -> None:
+        try:
+            ok, value = True, fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+            ok, value = False, exc
+        try:
+            loop.call_soon_threadsafe(settle, ok, value)
+        except RuntimeError:  # the loop is closed: nobody awaits it any more
+            pass
+
+    threading.Thread(target=run, daemon=True, name="verifiers-turn").start()
+    return await future
+
+
 def _new_trace(task: Any, role: str = "agent") -> Any:
     """An empty verifiers trace of ``task``, played by GEM's agent in ``role``."""
     import verifiers.v1 as vf
@@ -169,6 +202,20 @@ class VerifiersEnv(Env):
         step_timeout: seconds a multi-turn step waits for the env's ``run()``.
     """
 
+    # check_env's checks this bridge cannot pass, and why (check_env reports them as declared
+    # limits; tests/interop/test_bridge_limits.py keeps the set exact).
+    declared_limits: dict[str, str] = {
+        "check_random_action_is_well_formed": (
+            "A verifiers environment does not say what a valid move looks like, so sampled actions are "
+            "random text, which the env may score as a format error"
+        ),
+        "check_seed_sensitivity": (
+            "sampled actions are random text (see above): an env that shows nothing of its seed before a "
+            "valid move plays the same episode for every seed under them"
+        ),
+        "check_state_roundtrip": "the episode runs in the env's run() coroutine, whose state cannot be copied",
+    }
+
     def __init__(
         self, environment: str, *, taskset_kwargs: Optional[dict[str, Any]] = None,
         step_timeout: float = DEFAULT_STEP_TIMEOUT,
@@ -193,8 +240,18 @@ class VerifiersEnv(Env):
         if self._tasks is not None and not self._tasks:
             raise ValueError(f"verifiers:{environment}: the taskset has no tasks.")
         self._task: Any = None
-        self._game: Optional[_Game] = None
+        self._box: dict[str, Optional[_Game]] = {"game": None}
+        self._finalizer = weakref.finalize(self, _stop_game, self._box, min(step_timeout, STOP_TIMEOUT))
+        self._finalizer.atexit = False  # at exit its threads, all daemons, just end
         self._paid = 0.0
+
+    @property
+    def _game(self) -> Optional[_Game]:
+        return self._box["game"]
+
+    @_game.setter
+    def _game(self, game: Optional[_Game]) -> None:
+        self._box["game"] = game
 
     def _pick(self, index: int) -> Any:
         if self._tasks is not None:
@@ -239,34 +296,65 @@ class VerifiersEnv(Env):
         kind, text = self._game.next_event()
         trace = self._game.trace
         info = dict(getattr(trace, "info", {}) or {})
+        source = f"verifiers:{self.environment}"
         if kind == "turn":
             rewards = info.get("gem_rewards")
-            reward = sum(rewards) - self._paid if isinstance(rewards, list) else 0.0
+            if isinstance(rewards, list):
+                total = sum(finite_reward(r, source) for r in rewards)
+                reward = finite_reward(total - self._paid, source)
+            else:
+                reward = 0.0
             self._paid += reward
             return self._result(text, reward, False, False, {})
-        total = float(trace.reward) if trace is not None else 0.0
-        reward = total - self._paid
+        total = finite_reward(trace.reward if trace is not None else 0.0, source, none_is=0.0)
+        reward = finite_reward(total - self._paid, source)
         terminated = bool(info.get("gem_terminated", True))
         truncated = bool(info.get("gem_truncated", False))
         if not (terminated or truncated):
             terminated = True
         observation = str(info.get("gem_last_observation", ""))
-        return self._result(observation, reward, terminated, truncated, {"verifiers_rewards": _rewards(trace)})
+        end_info = gem_side_info({"verifiers_rewards": _rewards(trace)}, source, reward=reward, terminated=terminated,
+                                 truncated=truncated, success_reward=self.success_reward)
+        return self._result(observation, reward, terminated, truncated, end_info)
 
     def _score_single_turn(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         trace = _new_trace(self._task)
         _record_reply(trace, action)
         _run_coroutine(self._task.score(trace))
-        return self._result("", float(trace.reward), True, False, {"verifiers_rewards": _rewards(trace)})
+        source = f"verifiers:{self.environment}"
+        reward = finite_reward(trace.reward, source, none_is=0.0)
+        info = gem_side_info({"verifiers_rewards": _rewards(trace)}, source, reward=reward, terminated=True,
+                             truncated=False, success_reward=self.success_reward)
+        return self._result("", reward, True, False, info)
+
+    def sample_random_action(self) -> str:
+        """Random text from this env's action generator (verifiers does not say what a valid reply
+        looks like)."""
+        return random_text(self.action_rng)
+
+    def get_state(self) -> dict[str, Any]:
+        raise NotImplementedError(
+            "A verifiers env's episode runs in its run() coroutine, whose state cannot be copied; play it "
+            "again from its seed instead."
+        )
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.get_state()
 
     def _stop_game(self) -> None:
-        if self._game is not None:
-            self._game.stop()
-            self._game.thread.join(timeout=min(self.step_timeout, STOP_TIMEOUT))
-            self._game = None
+        _stop_game(self._box, min(self.step_timeout, STOP_TIMEOUT))
 
     def close(self) -> None:
         self._stop_game()
+
+
+def _stop_game(box: dict[str, Optional[_Game]], wait: float) -> None:
+    """Stop the game in ``box`` (if any) and wait up to ``wait`` seconds for its thread."""
+    game, box["game"] = box.get("game"), None
+    if game is not None:
+        game.stop()
+        if game.thread is not threading.current_thread():
+            game.thread.join(timeout=wait)
 
 
 def _run_coroutine(coroutine: Any) -> Any:
@@ -283,7 +371,7 @@ def _run_coroutine(coroutine: Any) -> Any:
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             result["error"] = exc
 
-    thread = threading.Thread(target=run)
+    thread = threading.Thread(target=run, daemon=True, name="verifiers-score")
     thread.start()
     thread.join()
     if "error" in result:

@@ -182,3 +182,115 @@ def test_export_and_check_commands(tmp_path, capsys):
     assert main(["check", str(tmp_path)]) == 0
     listing = capsys.readouterr().out
     assert "CountLines\teasy\tsandbox, tests: checks" in listing and len(listing.splitlines()) == len(bundled_tasks()) + 1
+
+
+# ------------------------------------------------------------ untrusted task directories
+def _sandbox_task(root: Path, test_sh: str = "echo 1 > \"$REWARD_FILE\"\n", toml: str = "") -> Path:
+    _write(root / "task.toml", 'version = "1.0"\n' + toml)
+    _write(root / "instruction.md", "Do the thing.\n")
+    _write(root / "environment" / "seed.txt", "x\n")
+    _write(root / "tests" / "test.sh", test_sh, 0o755)
+    _write(root / "solution" / "solve.sh", "true\n", 0o755)
+    return root
+
+
+def _link(path: Path, target: Path) -> None:
+    if path.exists() or path.is_symlink():
+        shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(target)
+
+
+@pytest.mark.parametrize("where", ["instruction.md", "task.toml", "tests", "tests/test.sh", "solution/solve.sh",
+                                   "environment", "environment/seed.txt", "environment/sub"])
+def test_a_symlink_out_of_the_task_is_refused(tmp_path, where):
+    host = tmp_path / "host"
+    _write(host / "secret.txt", "the host's secret\n")
+    _write(host / "test.sh", "echo 1 > \"$REWARD_FILE\"\n", 0o755)
+    _write(host / "task.toml", 'version = "1.0"\n')
+    root = _sandbox_task(tmp_path / "task")
+    name = Path(where).name
+    if name in ("tests", "environment", "sub"):
+        target = host
+    else:
+        target = host / (name if name in ("test.sh", "task.toml") else "secret.txt")
+    _link(root / where, target)
+    with pytest.raises(ValueError, match="leads out of the task directory"):
+        load_task(root)
+
+
+def test_a_symlink_within_the_task_is_read_for_single_files_and_left_out_of_trees(tmp_path):
+    root = _sandbox_task(tmp_path / "task")
+    _write(root / "docs" / "instruction.md", "Linked instruction.\n")
+    _link(root / "instruction.md", Path("docs/instruction.md"))
+    _link(root / "environment" / "alias.txt", Path("seed.txt"))
+    task = load_task(root)
+    assert task.instruction == "Linked instruction.\n" and set(task.files) == {"seed.txt"}
+
+
+def test_files_are_capped_in_size_before_they_are_read(tmp_path, monkeypatch):
+    from gem.envs.terminal import harbor
+
+    root = _sandbox_task(tmp_path / "task")
+    with open(root / "environment" / "big.bin", "wb") as fh:  # 300 MB, sparse: nothing is written
+        fh.truncate(300 * 1024 * 1024)
+    with pytest.raises(ValueError, match=r"big.bin holds 314572800 bytes; a task file may hold at most"):
+        load_task(root)
+    (root / "environment" / "big.bin").unlink()
+    _write(root / "instruction.md", "x" * (harbor.MAX_TEXT_BYTES + 1))
+    with pytest.raises(ValueError, match="instruction.md holds"):
+        load_task(root)
+    _write(root / "instruction.md", "Do the thing.\n")
+    for k in range(3):
+        _write(root / "environment" / f"part{k}.txt", "y" * 600)
+    monkeypatch.setattr(harbor, "MAX_TASK_BYTES", 1500)
+    with pytest.raises(ValueError, match="more than 1500 bytes in all"):
+        load_task(root)
+
+
+def test_a_fifo_is_not_read(tmp_path):
+    root = _sandbox_task(tmp_path / "task")
+    (root / "instruction.md").unlink()
+    os.mkfifo(root / "instruction.md")  # reading it would block for ever
+    with pytest.raises(ValueError, match="not a regular file"):
+        load_task(root)
+
+
+@pytest.mark.parametrize("toml, key", [
+    ("[agent]\ntimeout_sec = inf\n", "timeout_sec"), ("[agent]\ntimeout_sec = 1e12\n", "timeout_sec"),
+    ("[agent]\ntimeout_sec = nan\n", "timeout_sec"), ("[agent]\ntimeout_sec = 0\n", "timeout_sec"),
+    ("[agent]\ntimeout_sec = \"60\"\n", "timeout_sec"), ("[verifier]\ntimeout_sec = -inf\n", "timeout_sec"),
+    ("[verifier]\ntimeout_sec = [1]\n", "timeout_sec"), ("[gem]\nmax_turns = 1000000000000\n", "max_turns"),
+    ("[gem]\nmax_turns = 0\n", "max_turns"), ("[gem]\nmax_turns = 1e3\n", "max_turns"),
+    ("[gem]\nmax_turns = true\n", "max_turns"), ("[gem]\nsandbox = \"yes\"\n", "sandbox"),
+    ("agent = 5\n", r"\[agent\] must be a table"), ("[agent\n", "not valid TOML"),
+])
+def test_task_toml_numbers_are_range_checked(tmp_path, toml, key):
+    root = _sandbox_task(tmp_path / "task", toml=toml)
+    with pytest.raises(ValueError, match=key):
+        load_task(root)
+
+
+def test_terminal_bench_numbers_are_range_checked(tmp_path):
+    needs_extra("terminal")
+    root = tmp_path / "tb-task"
+    _write(root / "task.yaml", "instruction: x\nmax_agent_timeout_sec: .inf\n")
+    _write(root / "run-tests.sh", "true\n")
+    with pytest.raises(ValueError, match="max_agent_timeout_sec"):
+        load_task(root)
+    _write(root / "task.yaml", "- not\n- a mapping\n")
+    with pytest.raises(ValueError, match="must hold a mapping"):
+        load_task(root)
+
+
+@pytest.mark.parametrize("write", ['echo inf > "$REWARD_FILE"', 'echo nan > "$REWARD_FILE"',
+                                   'echo \'{"reward": 1e999}\' > "$LOGS_DIR/reward.json"'])
+def test_a_reward_file_without_a_finite_number_is_ungraded_never_paid(tmp_path, write):
+    root = _sandbox_task(tmp_path / "task", test_sh=write + "\n")
+    env = TerminalEnv(tasks=str(root))
+    try:
+        _, reward, terminated, _, info = _finish(env, [])
+    finally:
+        env.close()
+    assert reward == 0.0 and terminated and info["success"] is False
+    assert info["graded"] is False and "not a finite number" in info["ungraded_reason"]
