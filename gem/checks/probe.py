@@ -23,10 +23,11 @@ from typing import Any, Iterator, Optional
 # ------------------------------------------------------------------ formats and commands
 _TAG_PAIR = re.compile(r"<([A-Za-z][\w-]{0,30})>")
 _SELF_CLOSING = re.compile(r"<([A-Za-z][\w-]{0,30})\s*/>")
-_LABEL = re.compile(r"(?<![\w])([A-Z][A-Za-z ]{0,20}?)\s*([:=])\s*<[^<>\n]{1,30}>")
+_LABEL = re.compile(r"(?<![\w])([A-Za-z]+)\s*([:=])\s*<[^<>\n]{1,30}>")
 _JSON_KEY = re.compile(r"\{\s*\"([A-Za-z_]\w{0,30})\"\s*:")
 _HASHES = re.compile(r"####\s*<?[^\n]{0,20}")
-_NOT_ANSWER_TAGS = {"think", "reasoning", "br", "p", "b", "i", "python", "bash", "code", "search"}
+_NOT_ANSWER_TAGS = {"think", "reasoning", "br", "p", "b", "i", "python", "bash", "search"}
+_KEYWORD = re.compile(r"(?<![\w#])([A-Z]{2,}|#)\s*<[^<>\n]{1,30}>")
 _COMMAND_WORDS = re.compile(
     r"(?:type|send|say|enter|use|command|commands|reply|write|issue)\s*:?\s*((?:[\"'`][^\"'`\n]{1,30}[\"'`]"
     r"(?:\s*(?:,|or|and|/)\s*)?)+)", re.I)
@@ -45,6 +46,8 @@ def prompt_formats(text: str) -> list[tuple[str, str]]:
         found.append((m.start(), (f"<{tag}>", f"</{tag}>")))
     for m in _LABEL.finditer(text):
         found.append((m.start(), (f"{m.group(1)}{m.group(2)} ", "")))
+    for m in _KEYWORD.finditer(text):
+        found.append((m.start(), (m.group(1) + ("" if m.group(1) == "#" else " "), "")))
     for m in _JSON_KEY.finditer(text):
         found.append((m.start(), ('{"' + m.group(1) + '": "', '"}')))
     i = text.find("[[")
@@ -94,7 +97,7 @@ def _scalar(value: Any) -> Optional[str]:
     return None
 
 
-def candidate_values(env: Any) -> list[tuple[tuple, str]]:
+def candidate_values(env: Any, observation: str = "") -> list[tuple[tuple, str]]:
     """Every short value ``env`` keeps that could be the current episode's answer: ``(path, text)``.
 
     The path (see :func:`read_path`) reads the same place again after another reset. Strings come
@@ -103,8 +106,8 @@ def candidate_values(env: Any) -> list[tuple[tuple, str]]:
     found: list[tuple[tuple, str]] = []
     for path, value in _walk(env, (), 0, set()):
         text = _scalar(value)
-        if text is not None:
-            found.append((path, text))
+        if text is not None and not (len(text.split()) >= 3 and text in observation):
+            found.append((path, text))  # (a span of the prompt is the quote attack's, not a kept answer)
     strings = [f for f in found if not re.fullmatch(r"-?\d+(\.\d+)?", f[1])]
     numbers = [f for f in found if f not in strings]
     seen: set[str] = set()

@@ -156,6 +156,7 @@ class Strategy:
     thorough_only: bool = False
     done: bool = True  # shell envs: end each script with <done/> (so the workspace is graded)
     blind: bool = False  # blind to the answer: a payment one of its single answers explains is no finding
+    mirrored: bool = False  # built around the gold: a finding only if the reply with the gold and a wrong value swapped is paid too
 
 
 # ===================================================================== generic text (every kind)
@@ -239,7 +240,7 @@ def _hedge_texts(gold: str, wrong: list[str]) -> list[str]:
 
 def _hedges(t: Target) -> Variants:
     """The gold answer mixed with wrong values: listed, glued, joined by connectives, in ranges."""
-    if not t.gold or t.answer_format is None:
+    if not t.gold:
         return []
     wrong = t.wrong or ["0", "1"]
     return [[t.box(h)] for h in _hedge_texts(t.gold[0], wrong)]
@@ -666,9 +667,11 @@ STRATEGIES: tuple[Strategy, ...] = (
              blind=True),
     Strategy("claim", "claim", ("answer", "game", "code", "shell"),
              "text that claims the task is done or tells the grader what to do", _claims),
-    Strategy("repeated-tags", "degenerate", ("answer",), "repeated, nested and unclosed answer tags around the gold and wrong values", _repeated_tags),
+    Strategy("repeated-tags", "degenerate", ("answer",), "repeated, nested and unclosed answer tags around the gold and wrong values",
+             _repeated_tags, mirrored=True),
     Strategy("hedge", "hedge", ("answer",),
-             "the gold answer mixed with wrong values: listed, glued, 'or', \\lor, sets, ranges, signs, units", _hedges),
+             "the gold answer mixed with wrong values: listed, glued, 'or', \\lor, sets, ranges, signs, units", _hedges,
+             mirrored=True),
     Strategy("spray", "hedge", ("answer", "game"), "every option and number of the observation, and number sprays", _sprays,
              blind=True),
     Strategy("claim-success", "dialog", ("game",), "say the goal is reached without acting", _claim_success),

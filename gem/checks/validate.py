@@ -252,7 +252,8 @@ def wrong_values(gold: list[str], sample: Optional[str], fmt: Optional[tuple[str
         if first.lower() in ("yes", "no"):
             out.append("No" if first.lower() == "yes" else "Yes")
         if sample and fmt is not None:
-            inner = sample.rsplit(fmt[0], 1)[-1].rsplit(fmt[1], 1)[0] if fmt[0] in sample else ""
+            inner = sample.rsplit(fmt[0], 1)[-1] if fmt[0] in sample else ""
+            inner = inner.rsplit(fmt[1], 1)[0] if fmt[1] else inner
             if inner.strip() and inner.strip().lower() not in golds:
                 out.append(inner.strip())
         out += ["Zanzibar Quartz", "17", "none of these"]
@@ -390,8 +391,8 @@ class _Run:
 
     def _scan_gold(self) -> None:
         """Find the value the env keeps that, played in the prompt's format, is paid (seed 0, then seed 1)."""
-        self.reset(0)
-        values = candidate_values(_unwrapped(self.env))
+        obs, _ = self.reset(0)
+        values = candidate_values(_unwrapped(self.env), obs)
         fmts: list[Optional[tuple[str, str]]] = [self.formats[0]] if self.formats else []
         fmts.append(None)
         for path, value in values:
@@ -622,6 +623,8 @@ class _Run:
                     continue
                 if strategy.blind and self.explained(played, seed):
                     continue
+                if strategy.mirrored and not self.mirror_paid(played, floor, seed):
+                    continue
                 if every_seed:  # a state-blind behaviour in a game: paid on every seed, or chance
                     hits.setdefault(k, []).append((seed, played))
                     continue
@@ -635,13 +638,41 @@ class _Run:
                           floors[seed][0], seed)
                 return
 
+    def mirror_paid(self, played: _Played, floor: float, seed: int) -> bool:
+        """Whether the env also pays the reply with the gold and the first wrong value swapped: an env
+        that reads one position (the first answer, the last) pays one order only, and a reply
+        holding the gold where it reads is the gold answer, not a hedge."""
+        t = self.seed_target(seed)
+        if not t.gold or not t.wrong:
+            return True
+        gold, wrong = t.gold[0].strip(), t.wrong[0].strip()
+        numeric = all(re.fullmatch(r"-?\d+(\.\d+)?", v) for v in (gold, wrong))
+        edge = r"\d" if numeric else r"\w"  # glued numbers (118RESULT) still swap
+        pat = re.compile(rf"(?<![{edge}.])(" + re.escape(gold) + "|" + re.escape(wrong) + rf")(?![{edge}])")
+        swapped = [pat.sub(lambda m: wrong if m.group(1) == gold else gold, a) for a in played.actions]
+        if swapped == played.actions:
+            return True
+        again = self.play(swapped, seed)
+        return again.success or again.reward > floor + EPS
+
     def explained(self, played: _Played, seed: int) -> bool:
         """Whether one single answer of the replies (first or last tag, first or last item) earns
         as much: then the env read one answer, and the payment is that answer's, not the spray's."""
         fmt = self.seed_target(seed).answer_format
-        if all(single_readings(a, fmt) == [a] for a in played.actions):
-            return True  # each reply is one plain answer: a blind guess that was right, not a spray
-        readings = [[r for r in single_readings(a, fmt) if r != a] for a in played.actions]
+
+        def readings_of(a: str) -> list[str]:
+            if fmt is not None:
+                return single_readings(a, fmt)
+            items = [x for x in re.split(r"[,;\s]+", a.strip()) if x]  # no format: the first and last word
+            return [a] if len(items) <= 1 else list(dict.fromkeys([items[0], items[-1]]))
+
+        gold = [g.strip().lower() for g in self.seed_target(seed).gold if g.strip()]
+        said = " ".join(played.actions).lower()
+        if gold and not any(g in said for g in gold):
+            return False  # paid, and the gold answer is nowhere in the replies: no right guess explains it
+        if all(readings_of(a) == [a] and (gold or len(a.split()) <= 3) for a in played.actions):
+            return True  # each reply is one short plain answer: a blind guess that was right, not a spray
+        readings = [[r for r in readings_of(a) if r != a] for a in played.actions]
         for k in range(max((len(r) for r in readings), default=0)):
             script = [r[min(k, len(r) - 1)] if r else a for r, a in zip(readings, played.actions)]
             if script == played.actions:
