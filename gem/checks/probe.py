@@ -23,11 +23,11 @@ from typing import Any, Iterator, Optional
 # ------------------------------------------------------------------ formats and commands
 _TAG_PAIR = re.compile(r"<([A-Za-z][\w-]{0,30})>")
 _SELF_CLOSING = re.compile(r"<([A-Za-z][\w-]{0,30})\s*/>")
-_LABEL = re.compile(r"(?<![\w])([A-Za-z]+)\s*([:=])\s*<[^<>\n]{1,30}>")
+_LABEL = re.compile(r"(?<![\w])([A-Za-z]+)\s*([:=])\s*<[^</>\n][^<>\n]{0,29}>")
 _JSON_KEY = re.compile(r"\{\s*\"([A-Za-z_]\w{0,30})\"\s*:")
 _HASHES = re.compile(r"####\s*<?[^\n]{0,20}")
 _NOT_ANSWER_TAGS = {"think", "reasoning", "br", "p", "b", "i", "python", "bash", "search"}
-_KEYWORD = re.compile(r"(?<![\w#])([A-Z]{2,}|#)\s*<[^<>\n]{1,30}>")
+_KEYWORD = re.compile(r"(?<![\w#])([A-Z]{2,}|#)\s*<[^</>\n][^<>\n]{0,29}>")
 _COMMAND_WORDS = re.compile(
     r"(?:type|send|say|enter|use|command|commands|reply|write|issue)\s*:?\s*((?:[\"'`][^\"'`\n]{1,30}[\"'`]"
     r"(?:\s*(?:,|or|and|/)\s*)?)+)", re.I)
@@ -83,7 +83,7 @@ def prompt_commands(text: str, formats: list[tuple[str, str]]) -> list[str]:
 
 
 # ------------------------------------------------------------------ candidate gold values
-_MAX_CANDIDATES = 40
+_MAX_CANDIDATES = 60
 _SKIP_TYPES = (random.Random, type, type(re), type(functools))
 
 
@@ -110,13 +110,7 @@ def candidate_values(env: Any, observation: str = "") -> list[tuple[tuple, str]]
             found.append((path, text))  # (a span of the prompt is the quote attack's, not a kept answer)
     strings = [f for f in found if not re.fullmatch(r"-?\d+(\.\d+)?", f[1])]
     numbers = [f for f in found if f not in strings]
-    seen: set[str] = set()
-    out = []
-    for path, text in strings + numbers:
-        if text not in seen:
-            seen.add(text)
-            out.append((path, text))
-    return out[:_MAX_CANDIDATES]
+    return (strings + numbers)[:_MAX_CANDIDATES]  # every path: two may hold the same text on this seed only
 
 
 def _walk(obj: Any, path: tuple, depth: int, seen: set[int]) -> Iterator[tuple[tuple, Any]]:

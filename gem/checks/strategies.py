@@ -87,6 +87,7 @@ class Target:
         """The observation's sentences and lines (longest first, at most ``limit``), and its quoted spans."""
         parts = re.split(r"(?<=[.!?])\s+|\n+", self.observation)
         parts = [p.strip() for p in parts if len(p.strip()) >= 3]
+        parts += [p.split(":", 1)[1].strip() for p in parts if re.match(r"^[A-Z][\w ]{0,20}:\s", p)]  # "Passage: ..." -> its text
         quoted = re.findall(r"[\"'`]([^\"'`\n]{2,200})[\"'`]", self.observation)
         return _unique(sorted(parts, key=len, reverse=True)[:limit] + quoted[:limit])
 

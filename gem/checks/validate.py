@@ -395,10 +395,13 @@ class _Run:
         values = candidate_values(_unwrapped(self.env), obs)
         fmts: list[Optional[tuple[str, str]]] = [self.formats[0]] if self.formats else []
         fmts.append(None)
+        paid: dict[str, bool] = {}
         for path, value in values:
             for fmt in fmts:
                 reply = value if fmt is None else f"{fmt[0]}{value}{fmt[1]}"
-                if not self.play([reply], 0, max_turns=1, watch=False).success:
+                if reply not in paid:
+                    paid[reply] = self.play([reply], 0, max_turns=1, watch=False).success
+                if not paid[reply]:
                     continue
                 self.reset(1)
                 other = read_path(_unwrapped(self.env), path)
@@ -663,7 +666,7 @@ class _Run:
         def readings_of(a: str) -> list[str]:
             if fmt is not None:
                 return single_readings(a, fmt)
-            items = [x for x in re.split(r"[,;\s]+", a.strip()) if x]  # no format: the first and last word
+            items = [x for x in re.split(r"[,;\n]+", a.strip()) if x.strip()]  # no format: the first and last item
             return [a] if len(items) <= 1 else list(dict.fromkeys([items[0], items[-1]]))
 
         gold = [g.strip().lower() for g in self.seed_target(seed).gold if g.strip()]
@@ -929,11 +932,12 @@ def validate(
 
 def skip_reason(exc: BaseException, env_spec: Any = None) -> str:
     """``needs the X extra`` for an env whose dependency is missing (its spec names the extra)."""
-    extra = getattr(env_spec, "extra", None)
+    named = re.search(r"the '([\w-]+)' extra", str(exc))  # the extra the failing part names wins over the spec's
+    extra = named.group(1) if named else getattr(env_spec, "extra", None)
     if extra:
         from gem.errors import install_hint
 
-        return f"needs the {extra!r} extra ({install_hint(extra)}): {exc}"
+        return f"needs the {extra} extra: {install_hint(extra)} ({exc})"
     return f"a dependency is missing: {exc}"
 
 

@@ -634,7 +634,7 @@ class UndoRefund(_Base):
     def step(self, action: str):
         self.turn += 1
         if "<undo/>" in action:
-            refund = (0.1 if self.owed else 0.0) if self.fixed else 0.35
+            refund = (0.1 if self.owed else -0.1) if self.fixed else 0.35
             self.owed = max(0, self.owed - 1)
             return "Undone", refund, False, self.turn >= 6, {}
         m = re.search(r"SLOT\s*(\d)", action)
