@@ -48,7 +48,8 @@ def test_each_hole_is_caught_by_its_class_and_its_twin_is_clean(reports, cls, kl
         return
     assert corpus.caught_by(hole, klass), hole.summary()
     finding = next(f for f in hole.findings if f.strategy in corpus.CLASSES[klass])
-    assert finding.actions and (finding.reward > 0 or finding.kind == "control")
+    if finding.kind == "exploit":  # an attack: its actions, and more than the floor (or the success level)
+        assert finding.actions and (finding.reward > finding.floor or "success level" in finding.reason), finding
 
 
 def test_the_doc_shows_the_recall_computed_here(reports):
