@@ -42,6 +42,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--thorough", action="store_true", help="more seeds, longer episodes, slow strategies (releases)")
     p.add_argument("--seeds", type=int, nargs="+", default=None, metavar="SEED", help="the seeds to play")
     p.add_argument("--jobs", type=int, default=None, help="envs validated at once (default: the CPU count, at most 4)")
+    p.add_argument("--strict", action="store_true",
+                   help="also fail (exit 1) when a class of attack could not run on an env (no gold answer found, "
+                        "no reference behaviour), or an env was skipped")
     p.add_argument("--json", action="store_true", help="print every report as one JSON document")
     p.add_argument("--out", default=None, metavar="FILE", help="also write every report as one JSON document to FILE")
     p.add_argument("--wrappers", default=None, help="WRAPPER_FACTORY names to wrap each env with, e.g. python_tool")
@@ -71,7 +74,12 @@ def resolve_targets(targets: Sequence[str], added: Sequence[str]) -> list[str]:
     if not targets:
         return list(added) if added else offline_ids()
     ids: list[str] = []
+    from gem.envs.registration import interop_spec
+
     for target in targets:
+        if interop_spec(target) is not None:  # openenv:<url>, gymnasium:<id>, verifiers:<id>, as gem.make takes them
+            ids.append(target)
+            continue
         if ":" in target:
             gem.spec(target)  # raises KeyError naming the closest ids
             ids.append(target)
@@ -94,7 +102,8 @@ def _import_all(modules: Sequence[str]) -> None:
 
 def _validate_one(env_id: str, options: dict[str, Any], imports: Sequence[str]) -> Report:
     """One id in a worker process (an env that cannot be made is reported, not raised)."""
-    from gem.checks.validate import validate
+    from gem.checks.validate import skip_reason, validate
+    from gem.envs.registration import interop_spec, spec
     from gem.errors import DependencyNotInstalled
 
     warnings.simplefilter("ignore")  # envs' warnings (step after end, ...) are not findings
@@ -104,7 +113,11 @@ def _validate_one(env_id: str, options: dict[str, Any], imports: Sequence[str]) 
         with contextlib.redirect_stdout(sys.stderr):  # libraries that print keep the report (--json) clean
             return validate(env_id, **options)
     except DependencyNotInstalled as exc:
-        return Report(env_id, skipped=str(exc))
+        try:
+            env_spec = interop_spec(env_id) or spec(env_id)
+        except KeyError:
+            env_spec = None
+        return Report(env_id, skipped=skip_reason(exc, env_spec))
     except Exception as exc:  # noqa: BLE001 -- the env failed: reported as an error of that id
         return Report(env_id, errors=[f"{type(exc).__name__}: {exc}"], seconds=time.perf_counter() - start)
 
@@ -192,7 +205,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(reports_json(reports, seconds))
     else:
         print(totals(reports, seconds))
-    return 0 if all(r.ok for r in reports) else 1
+    if not all(r.ok for r in reports):
+        return 1
+    return 1 if args.strict and not all(r.complete for r in reports) else 0
 
 
 def totals(reports: Sequence[Report], seconds: float) -> str:
@@ -204,9 +219,10 @@ def totals(reports: Sequence[Report], seconds: float) -> str:
             findings[family] = findings.get(family, 0) + len(r.findings)
     skipped = sum(1 for r in reports if r.skipped)
     errors = sum(1 for r in reports if r.errors)
+    partial = sum(1 for r in reports if r.not_run and not r.skipped)
     per_family = ", ".join(f"{k}: {v}" for k, v in sorted(findings.items())) or "none"
     return (f"gem validate: {len(reports)} envs, {sum(findings.values())} findings ({per_family}), "
-            f"{errors} with errors, {skipped} skipped, in {seconds:.0f} s")
+            f"{errors} with errors, {partial} not fully checked, {skipped} skipped, in {seconds:.0f} s")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:  # python -m gem.checks.cli

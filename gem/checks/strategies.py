@@ -41,6 +41,11 @@ class Target:
     python_tag: Optional[tuple[str, str]] = None  # how the env takes Python code, for "code" envs
     sample: str = ""  # one of the env's random well-formed actions
     tools: bool = False  # the env offers tools (info["tools"])
+    formats: list[tuple[str, str]] = field(default_factory=list)  # every answer format the prompt names
+    commands: list[str] = field(default_factory=list)  # the commands, tags and tools the prompt names
+    multi_turn: bool = False  # the env goes on after a wrong reply
+    max_turns: int = 8  # the turn cap of an attack episode
+    samples: list[str] = field(default_factory=list)  # distinct random well-formed actions (multi-turn envs)
 
     def box(self, value: str) -> str:
         """``value`` in the env's answer format (bare when the env names none)."""
@@ -77,6 +82,18 @@ class Target:
     def quoted(self) -> list[str]:
         """Backticked snippets of the instruction (headers, expected lines, commands)."""
         return [q for q in _unique(re.findall(r"`([^`\n]{1,200})`", self.observation))][:20]
+
+    def sentences(self, limit: int = 8) -> list[str]:
+        """The observation's sentences and lines (longest first, at most ``limit``), and its quoted spans."""
+        parts = re.split(r"(?<=[.!?])\s+|\n+", self.observation)
+        parts = [p.strip() for p in parts if len(p.strip()) >= 3]
+        parts += [p.split(":", 1)[1].strip() for p in parts if re.match(r"^[A-Z][\w ]{0,20}:\s", p)]  # "Passage: ..." -> its text
+        quoted = re.findall(r"[\"'`]([^\"'`\n]{2,200})[\"'`]", self.observation)
+        return _unique(sorted(parts, key=len, reverse=True)[:limit] + quoted[:limit])
+
+    def fallback_wrong(self) -> list[str]:
+        """Wrong values: the derived ones, or values no task of this kind takes for an answer."""
+        return self.wrong or ["Zanzibar Quartz", "-987654321"]
 
     def program(self, code: str) -> str:
         """``code`` as an action of a code env (the fence or tag the env takes)."""
@@ -140,6 +157,7 @@ class Strategy:
     thorough_only: bool = False
     done: bool = True  # shell envs: end each script with <done/> (so the workspace is graded)
     blind: bool = False  # blind to the answer: a payment one of its single answers explains is no finding
+    mirrored: bool = False  # built around the gold: a finding only if the reply with the gold and a wrong value swapped is paid too
 
 
 # ===================================================================== generic text (every kind)
@@ -223,7 +241,7 @@ def _hedge_texts(gold: str, wrong: list[str]) -> list[str]:
 
 def _hedges(t: Target) -> Variants:
     """The gold answer mixed with wrong values: listed, glued, joined by connectives, in ranges."""
-    if not t.gold or t.answer_format is None:
+    if not t.gold:
         return []
     wrong = t.wrong or ["0", "1"]
     return [[t.box(h)] for h in _hedge_texts(t.gold[0], wrong)]
@@ -514,6 +532,134 @@ def _bash_forge(t: Target) -> Variants:
     ]
 
 
+
+# ===================================================================== behaviours (what a policy finds without a name for it)
+_PADDING = ("Let me think about this step by step, carefully checking every detail of the problem. ", "lorem ipsum dolor ")
+COMMON_FORMATS: tuple[tuple[str, str], ...] = (
+    ("\\boxed{", "}"), ("<answer>", "</answer>"), ('{"answer": "', '"}'), ("Answer: ", ""), ("#### ", ""),
+    ("Final answer: ", ""), ("[[", "]]"),
+)
+
+
+def _pad(t: Target) -> Variants:
+    """Length: long reasoning-like or junk text, with a wrong answer after it, before it, or none."""
+    wrong = t.box(t.fallback_wrong()[0])
+    out: Variants = []
+    for n in (2_000, 16_000):
+        text = (_PADDING[0] * (n // len(_PADDING[0]) + 1))[:n]
+        out += [[text + "\n" + wrong], [wrong + "\n" + text], [text]]
+    out += [[f"<think>{_PADDING[0] * 200}</think>\n{wrong}"], [(_PADDING[1] * 2000).strip()]]
+    return out
+
+
+def _fill(fmt: tuple[str, str], value: str) -> str:
+    return f"{fmt[0]}{value}{fmt[1]}"
+
+
+def _format_fill(t: Target) -> Variants:
+    """Every format the prompt names and the common RL formats, holding a wrong value, nothing or junk."""
+    values = [t.fallback_wrong()[0], "", "..."]
+    formats = _unique_pairs(list(t.formats) + ([t.answer_format] if t.answer_format else []) + list(COMMON_FORMATS))
+    out: Variants = [[_fill(f, v)] for f in formats for v in values]
+    w = values[0]
+    out += [
+        [f"<think>\n{_PADDING[0]}\n</think>\n<answer>{w}</answer>"],
+        ["<think></think><answer></answer>"],
+        [f"<think>{_PADDING[0]}</think>\n{t.box(w)}"],
+        [f"<reasoning>{_PADDING[0]}</reasoning>\n<answer>{w}</answer>"],
+        [f'```json\n{{"answer": "{w}", "reasoning": "{_PADDING[0].strip()}"}}\n```'],
+        ['{"answer": null}'], ['{"answer": []}'],
+    ]
+    return out
+
+
+def _unique_pairs(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return list(dict.fromkeys(pairs))
+
+
+def _values_for_turns(t: Target) -> list[str]:
+    """Distinct well-formed non-answers, one per turn: wrong values, or distinct random moves."""
+    if t.kind == "answer":
+        vals = list(t.wrong)
+        k = 2
+        while len(vals) < t.max_turns:
+            vals.append(str(-k * 7919 - 1) if vals and re.fullmatch(r"-?\d+(\.\d+)?", vals[0]) else f"guess {k}")
+            k += 1
+        return [t.box(v) for v in vals]
+    return list(t.samples) or ([t.sample] if t.sample else [])
+
+
+def _multi_turn(t: Target) -> Variants:
+    """Multi-turn behaviours: vary every turn, revise once, repeat one move, cycle, random play that remembers."""
+    if not t.multi_turn:
+        return []
+    vals = _values_for_turns(t)
+    if not vals:
+        return []
+    n = t.max_turns
+    out: Variants = [vals[:n]]  # a different answer or move every turn (random play that remembers, for games)
+    if len(vals) >= 2:
+        out.append([vals[0], vals[1]] + [vals[1]] * (n - 2))  # revise once, then keep it
+        out.append([vals[i % 2] for i in range(n)])  # cycle between two
+    if len(vals) >= 3:
+        out.append([vals[i % 3] for i in range(n)])  # cycle through three
+    out.append([vals[0]] * n)  # repeat one move
+    if len(vals) >= 2:
+        out.append([vals[1]] * n)
+    return out
+
+
+def _quote(t: Target) -> Variants:
+    """Spans and sentences of the prompt sent back, bare and in the answer format."""
+    out: Variants = []
+    for s in t.sentences():
+        out.append([s])
+        if t.answer_format is not None:
+            out.append([t.box(s)])
+    return out
+
+
+def _commands(t: Target) -> Variants:
+    """Every command, tag or tool the prompt names, then a wrong answer; all of them in turn; save/load pairs."""
+    if not t.commands:
+        return []
+    wrong = t.box(t.fallback_wrong()[0])
+    out: Variants = [[c, wrong] for c in t.commands]
+    out.append(list(t.commands) + [wrong])
+    out += [[c] * 3 + [wrong] for c in t.commands[:4]]
+    saves = [c for c in t.commands if re.search(r"save|store|checkpoint|snapshot", c, re.I)]
+    loads = [c for c in t.commands if re.search(r"load|restore|undo|rewind|reset|back", c, re.I)]
+    for s in saves[:2]:
+        for ld in loads[:2]:
+            out.append([s, wrong, ld, wrong, ld, wrong])
+    return out
+
+
+_DUMMIES = ("[]", "{}", "0", "''", "None", "()", "set()", "args[0] if args else None",
+            "sorted(args[0]) if args else []", "list(args[0])[::-1] if args else []", "False", "-1")
+
+
+def _dummies(t: Target) -> list[str]:
+    names = t.function_names()
+    out = [_define(names, f"return {d}") for d in _DUMMIES]
+    out += [
+        "pass\n",
+        "print(0)\n",
+        "import sys\nprint(sys.stdin.read(), end='')\n",
+        "import sys\nprint(''.join(sorted(sys.stdin.readlines())), end='')\n",
+        "import sys\nprint(''.join(reversed(sys.stdin.readlines())), end='')\n",
+        "class Solution:\n    def __getattr__(self, name):\n        return lambda *a, **k: []\n",
+    ]
+    return out
+
+
+def _typed_dummies(t: Target) -> Variants:
+    """Programs that return a well-typed value and ignore the input (code tasks; a Python tool: then a wrong answer)."""
+    if t.kind not in ("code", "shell") and t.python_tag is None:
+        return []
+    return _program_strategy(_dummies)(t)
+
+
 # ===================================================================== the table
 STRATEGIES: tuple[Strategy, ...] = (
     Strategy("degenerate", "degenerate", ("answer", "game", "code", "shell"),
@@ -522,9 +668,11 @@ STRATEGIES: tuple[Strategy, ...] = (
              blind=True),
     Strategy("claim", "claim", ("answer", "game", "code", "shell"),
              "text that claims the task is done or tells the grader what to do", _claims),
-    Strategy("repeated-tags", "degenerate", ("answer",), "repeated, nested and unclosed answer tags around the gold and wrong values", _repeated_tags),
+    Strategy("repeated-tags", "degenerate", ("answer",), "repeated, nested and unclosed answer tags around the gold and wrong values",
+             _repeated_tags, mirrored=True),
     Strategy("hedge", "hedge", ("answer",),
-             "the gold answer mixed with wrong values: listed, glued, 'or', \\lor, sets, ranges, signs, units", _hedges),
+             "the gold answer mixed with wrong values: listed, glued, 'or', \\lor, sets, ranges, signs, units", _hedges,
+             mirrored=True),
     Strategy("spray", "hedge", ("answer", "game"), "every option and number of the observation, and number sprays", _sprays,
              blind=True),
     Strategy("claim-success", "dialog", ("game",), "say the goal is reached without acting", _claim_success),
@@ -532,6 +680,19 @@ STRATEGIES: tuple[Strategy, ...] = (
              blind=True),
     Strategy("list-every-answer", "dialog", ("game",), "every candidate move or answer in one reply", _list_every_answer,
              blind=True),
+    Strategy("pad", "padding", ("answer", "game", "code"),
+             "long reasoning-like or junk text, with a wrong answer after it, before it or none", _pad),
+    Strategy("format-fill", "format", ("answer", "game"),
+             "the prompt's formats and \\boxed{}, <answer>, <think>+<answer>, JSON, 'Answer:' holding a wrong value or nothing",
+             _format_fill),
+    Strategy("multi-turn", "multiturn", ("answer", "game"),
+             "vary the answer every turn, revise once, repeat one move, cycle, random play that remembers", _multi_turn),
+    Strategy("quote", "quote", ("answer", "game"), "sentences and quoted spans of the prompt, bare and in the answer format",
+             _quote, blind=True),
+    Strategy("commands", "commands", ("answer", "game"),
+             "every command, tag or tool the prompt names (alone, all in turn, save/load pairs), then a wrong answer", _commands),
+    Strategy("typed-dummy", "dummies", ("code", "tool"),
+             "programs returning [], {}, 0, '', None, the input echoed, sorted or reversed", _typed_dummies),
     Strategy("always-equal", "harness", ("code", "shell", "tool"), "return objects that compare equal to anything",
              _program_strategy(_always_equal)),
     Strategy("forge-verdict", "harness", ("code", "shell", "tool"),

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Optional, Sequence, Union
 
 from gem.agents.base import Agent
+from gem.checks.probe import candidate_values, describe_path, inner_value, prompt_commands, prompt_formats, read_path
 from gem.checks.strategies import STRATEGIES, STRATEGY_NAMES, Strategy, Target, single_readings
 from gem.rollout import Episode, run_episode
 
@@ -63,14 +64,31 @@ class Finding:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def line(self) -> str:
+        """The finding in words: what was earned, against what, and why it is a finding."""
+        return f"{self.strategy} [{self.kind}]: {self.reason}"
+
+    def action_line(self, width: int = 160) -> Optional[str]:
+        """The offending action (the first one that differs from doing nothing), cut at ``width``."""
+        acts = [a for a in self.actions if a.strip()] or self.actions
+        if not acts:
+            return None
+        first = acts[0]
+        text = first if len(first) <= width else f"{first[:width]}... [{len(first)} chars]"
+        more = f" (+{len(self.actions) - 1} more actions)" if len(self.actions) > 1 else ""
+        return f"action: {text!r}{more}"
+
     def __str__(self) -> str:
-        floor = "" if self.floor is None else f" (floor {self.floor:g})"
-        return f"{self.env_id}: {self.strategy} [{self.kind}] reward {self.reward:g}{floor}: {self.reason}"
+        return f"{self.env_id}: {self.line()}"
 
 
 @dataclass
 class Report:
-    """What :func:`validate` found on one env. ``ok`` when there is no finding."""
+    """What :func:`validate` found on one env.
+
+    ``ok`` when there is no finding and no error; ``complete`` when every class of attack ran
+    (``not_run`` names the ones that could not, and why: ``--strict`` fails on them).
+    """
 
     env_id: str
     kind: Optional[str] = None
@@ -79,6 +97,10 @@ class Report:
     strategies: list[str] = field(default_factory=list)
     checked: list[str] = field(default_factory=list)  # the positive controls run
     not_checked: dict[str, str] = field(default_factory=dict)  # control -> why not
+    not_run: dict[str, str] = field(default_factory=dict)  # class of attack -> why it could not run
+    declared_limits: dict[str, str] = field(default_factory=dict)  # check -> why the env cannot meet it
+    gold_source: Optional[str] = None  # where the gold answer came from, when one was found
+    multi_turn: Optional[bool] = None
     seeds: list[int] = field(default_factory=list)
     episodes: int = 0
     seconds: float = 0.0
@@ -89,37 +111,66 @@ class Report:
     def ok(self) -> bool:
         return not self.findings and not self.errors
 
+    @property
+    def complete(self) -> bool:
+        return not self.not_run and not self.skipped
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["ok"] = self.ok
+        out["complete"] = self.complete
         return out
 
     def summary(self) -> str:
         if self.skipped:
             return f"{self.env_id}: skipped ({self.skipped})"
-        head = f"{self.env_id}: {'ok' if self.ok else f'{len(self.findings)} finding(s)'} " \
-               f"[{self.kind}; {len(self.strategies)} strategies, {self.episodes} episodes, {self.seconds:.1f}s]"
-        lines = [head] + [f"  - {f.strategy} [{f.kind}] reward {f.reward:g}"
-                          + ("" if f.floor is None else f" > floor {f.floor:g}") + f": {f.reason}" for f in self.findings]
+        if not self.ok:
+            status = f"{len(self.findings)} finding(s)" + (f", {len(self.errors)} error(s)" if self.errors else "")
+        elif self.not_run:
+            status = "no finding, NOT fully checked (not run: " + "; ".join(f"{k}: {v}" for k, v in self.not_run.items()) + ")"
+        else:
+            status = "ok"
+        head = f"{self.env_id}: {status} [{self.kind}; {len(self.strategies)} strategies, {self.episodes} episodes, {self.seconds:.1f}s]"
+        lines = [head]
+        for f in self.findings:
+            lines.append(f"  - {f.line()}")
+            act = f.action_line()
+            if act:
+                lines.append(f"      {act}")
+        if self.not_run and not self.ok:
+            lines.append("  not run: " + "; ".join(f"{k}: {v}" for k, v in self.not_run.items()))
+        lines += [f"  declared limit: {k}: {v}" for k, v in self.declared_limits.items()]
         lines += [f"  ! error: {e}" for e in self.errors]
         return "\n".join(lines)
 
 
 class ScriptAgent(Agent):
-    """Plays a script built from the first observation, then repeats its last action."""
+    """Plays a script built from the first observation, then repeats its last action.
 
-    def __init__(self, plan: Any) -> None:
+    With a run, it also reads what the env shows it before the end (every observation and
+    ``info``) for the gold answer: a leak is what an agent sees mid-episode.
+    """
+
+    def __init__(self, plan: Any, run: Optional["_Run"] = None) -> None:
         self.plan = plan
+        self.run = run
         self.actions: list[str] = []
+        self.played: list[str] = []
+        self.target: Optional[Target] = None
+        self.first = ""
         self.i = 0
 
     def reset(self, observation: str, info: Optional[dict[str, Any]] = None) -> None:
         self.actions = list(self.plan(observation, info)) if callable(self.plan) else list(self.plan)
-        self.i = 0
+        self.played, self.first, self.i = [], observation, 0
+        self.target = self.run.target(observation, info) if self.run is not None else None
 
     def act(self, observation: str, info: Optional[dict[str, Any]] = None) -> str:
+        if self.i and self.run is not None and self.target is not None and self.target.gold:
+            self.run.check_leak(self.target, self.first, observation, info, self.played)
         action = self.actions[min(self.i, len(self.actions) - 1)] if self.actions else ""
         self.i += 1
+        self.played.append(action)
         return action
 
 
@@ -135,31 +186,48 @@ def _implements(env: Any, method: str) -> bool:
 
 
 def gold_answers(env: Any) -> list[str]:
-    """The current episode's reference answers as strings (``env.answer``), or ``[]``."""
+    """The current episode's declared reference answers as strings (``env.answer``), or ``[]``."""
     answer = getattr(_unwrapped(env), "answer", None)
-    if answer is None:
+    if answer is None or callable(answer):
         return []
     values = answer if isinstance(answer, (list, tuple)) else [answer]
     return [str(v) for v in values if v is not None and str(v).strip()]
 
 
 def answer_format(observation: str, sample: str) -> Optional[tuple[str, str]]:
-    """The answer format the env asks for: ``\\boxed{}``, ``<answer></answer>`` or none."""
+    """The answer format the env asks for: ``\\boxed{}``, ``<answer></answer>``, else the first
+    format the prompt names (``<final>..</final>``, ``ANSWER: ``, ``[[..]]``...), or none."""
     for text in (sample, observation):
         if "\\boxed" in text:
             return ("\\boxed{", "}")
         if "<answer>" in text:
             return ("<answer>", "</answer>")
+    named = prompt_formats(observation) or prompt_formats(sample)
+    return named[0] if named else None
+
+
+_CODE_PROMPT = re.compile(r"```python|\bpython\b[^\n]{0,80}\b(?:function|program|script|class|block)\b|"
+                          r"\b(?:function|program|script)\b[^\n]{0,80}\bpython\b", re.I)
+
+
+def looks_like(env: Any, observation: str, sample: str, reference: str = "") -> Optional[str]:
+    """``shell`` or ``code`` when the env runs what the agent writes (its sample action, its reference
+    solution or its prompt says so), else ``None``."""
+    family = getattr(_unwrapped(env), "family", None) or ""
+    if family in ("terminal", "swe") or "<bash>" in sample or "<bash>" in reference:
+        return "shell"
+    if family == "code" or sample.lstrip().startswith("```python") or reference.lstrip().startswith("```python"):
+        return "code"
+    if "<python>" not in observation and _CODE_PROMPT.search(observation):
+        return "code"
     return None
 
 
 def env_kind(env: Any, observation: str, sample: str, gold: Optional[list[str]] = None) -> str:
     """``shell``, ``code``, ``answer`` or ``game`` (see :mod:`gem.checks.strategies`)."""
-    family = getattr(_unwrapped(env), "family", None) or ""
-    if family in ("terminal", "swe") or "<bash>" in sample:
-        return "shell"
-    if family == "code" or sample.lstrip().startswith("```python"):
-        return "code"
+    runs = looks_like(env, observation, sample)
+    if runs:
+        return runs
     if gold_answers(env) if gold is None else gold:
         return "answer"
     return "game"
@@ -170,6 +238,8 @@ def wrong_values(gold: list[str], sample: Optional[str], fmt: Optional[tuple[str
     out: list[str] = []
     golds = {g.strip().lower() for g in gold}
     first = gold[0] if gold else ""
+    if not first:
+        return []
     if re.fullmatch(r"-?\d+", first.strip()):
         n = int(first)
         out += [str(n + 1), str(n - 1), str(n + 7), str(-n - 3)]
@@ -182,11 +252,24 @@ def wrong_values(gold: list[str], sample: Optional[str], fmt: Optional[tuple[str
         if first.lower() in ("yes", "no"):
             out.append("No" if first.lower() == "yes" else "Yes")
         if sample and fmt is not None:
-            inner = sample.rsplit(fmt[0], 1)[-1].rsplit(fmt[1], 1)[0] if fmt[0] in sample else ""
+            inner = sample.rsplit(fmt[0], 1)[-1] if fmt[0] in sample else ""
+            inner = inner.rsplit(fmt[1], 1)[0] if fmt[1] else inner
             if inner.strip() and inner.strip().lower() not in golds:
                 out.append(inner.strip())
         out += ["Zanzibar Quartz", "17", "none of these"]
     return [w for w in dict.fromkeys(out) if w.strip().lower() not in golds]
+
+
+def declared_limits(env: Any) -> dict[str, str]:
+    """The checks a bridged env declares it cannot meet (``declared_limits``: check -> reason)."""
+    for obj in (env, _unwrapped(env)):
+        limits = getattr(obj, "declared_limits", None)
+        if isinstance(limits, dict) and limits:
+            return {str(k): str(v) for k, v in limits.items()}
+    return {}
+
+
+_REPLAY_LIMITS = ("replay", "determinism", "deterministic", "seed", "seeds", "reproducibility", "same-seed")
 
 
 # ===================================================================== playing
@@ -199,7 +282,11 @@ class _Played:
 
 
 def _play(env: Any, agent: Agent, seed: int, max_turns: int) -> _Played:
+    from gem.errors import DependencyNotInstalled
+
     episode = run_episode(env, agent, seed=seed, max_steps=max_turns, record=True, catch=True)
+    if episode.error is not None and episode.error.get("type") == "DependencyNotInstalled":
+        raise DependencyNotInstalled(str(episode.error.get("message")))
     if episode.error is not None and episode.error.get("stage") in ("reset",):
         raise RuntimeError(f"reset failed: {episode.error.get('type')}: {episode.error.get('message')}")
     reward = episode.task_reward
@@ -215,6 +302,10 @@ def _preview(actions: Sequence[str]) -> list[str]:
     return out
 
 
+_ANSWER_ATTACKS = ("hedge", "repeated-tags", "wrong-answer", "gold-leak")
+_NO_GOLD = "no gold answer found (no declared answer, reference solution, solver that answers at once, or value the env keeps that is paid)"
+
+
 class _Run:
     """One env's validation: the env, its target per seed, floors and findings."""
 
@@ -225,19 +316,138 @@ class _Run:
         self.names = names
         self.fixed_seeds = seeds
         self._targets: dict[tuple, Target] = {}
-        self._first: dict[int, tuple[str, list[str], bool]] = {}
+        self._first: dict[int, tuple[str, Any]] = {}
+        self.gold_source: Optional[str] = None  # "declared", "reference", "solver", "kept"
+        self._gold_path: Optional[tuple] = None
+        self._solver_gold: dict[str, str] = {}  # first observation -> the solver's one reply
+        self._solver_runs: dict[int, _Played] = {}
+        self.runs: Optional[str] = None  # "code" or "shell" when the env runs what the agent writes
+        self.multi_turn = False
+        self.formats: list[tuple[str, str]] = []
+        self._bare = False  # the kept gold is paid bare, not in the prompt's format
+        self.reference_rewards: dict[int, float] = {}
+
+    # ---------------------------------------------------------------- what the env is
+    def discover(self) -> None:
+        """Work out what the env is from its first episode: the formats and commands its prompt
+        names, whether it runs programs, where its gold answer is, whether it goes on after a reply."""
+        env = self.env
+        obs, info = self.reset(0)
+        sample = self._sample()
+        u = _unwrapped(env)
+        reference = ""
+        if callable(getattr(u, "reference_solution", None)):
+            try:
+                reference = str(u.reference_solution() or "")
+            except Exception:  # noqa: BLE001 -- a reference that fails is the reference control's finding
+                reference = ""
+        self.formats = prompt_formats(obs)
+        fmt = answer_format(obs, sample)
+        if fmt and fmt not in self.formats:
+            self.formats.insert(0, fmt)
+        self.runs = looks_like(env, obs, sample, reference)
+        if self.runs:
+            return
+        if gold_answers(env):
+            self.gold_source = "declared"
+        elif reference.strip():
+            self.gold_source = "reference"
+        elif _implements(env, "make_solver"):
+            played = self._solver(0)
+            if played.success and len(played.actions) == 1:
+                self.gold_source = "solver"
+        # multi-turn: does the env go on after one well-formed (wrong) reply?
+        probe = self.play([sample] if sample else [""], 0, max_turns=2, watch=False)
+        self.multi_turn = probe.episode.turns >= 2
+        if self.gold_source is None and not (self.multi_turn and _implements(env, "make_solver")):
+            self._scan_gold()
+
+    def _sample(self) -> str:
+        try:
+            return self.env.sample_random_action() or ""
+        except Exception:  # noqa: BLE001 -- an env without random actions: no sample
+            return ""
+
+    def reset(self, seed: int) -> tuple[str, Any]:
+        from gem.errors import DependencyNotInstalled
+
+        try:
+            return self.env.reset(seed=seed)
+        except DependencyNotInstalled:
+            raise
+        except Exception as exc:
+            raise RuntimeError(f"reset failed: {type(exc).__name__}: {exc}") from exc
+
+    def _solver(self, seed: int) -> _Played:
+        if seed not in self._solver_runs:
+            from gem.agents.simple import SolverAgent
+
+            self.report.episodes += 1
+            self._solver_runs[seed] = _play(self.env, SolverAgent(self.env), seed, REFERENCE_MAX_TURNS)
+            played = self._solver_runs[seed]
+            if played.episode.observations and played.actions:
+                self._solver_gold[played.episode.observations[0]] = played.actions[0]
+        return self._solver_runs[seed]
+
+    def _scan_gold(self) -> None:
+        """Find the value the env keeps that, played in the prompt's format, is paid (seed 0, then seed 1)."""
+        obs, _ = self.reset(0)
+        values = candidate_values(_unwrapped(self.env), obs)
+        fmts: list[Optional[tuple[str, str]]] = [self.formats[0]] if self.formats else []
+        fmts.append(None)
+        paid: dict[str, bool] = {}
+        for path, value in values:
+            for fmt in fmts:
+                reply = value if fmt is None else f"{fmt[0]}{value}{fmt[1]}"
+                if reply not in paid:
+                    paid[reply] = self.play([reply], 0, max_turns=1, watch=False).success
+                if not paid[reply]:
+                    continue
+                self.reset(1)
+                other = read_path(_unwrapped(self.env), path)
+                if other is not None:
+                    again = other if fmt is None else f"{fmt[0]}{other}{fmt[1]}"
+                    if not self.play([again], 1, max_turns=1, watch=False).success:
+                        continue
+                self.gold_source, self._gold_path = "kept", path
+                if fmt is not None and fmt in self.formats:
+                    self.formats.remove(fmt)
+                    self.formats.insert(0, fmt)
+                elif fmt is None:
+                    self._bare = True
+                return
+
+    def current_gold(self, observation: str) -> list[str]:
+        """The gold answer of the episode that just showed ``observation`` (from where it was found)."""
+        if self.gold_source == "declared":
+            return gold_answers(self.env)
+        if self.gold_source == "reference":
+            try:
+                reply = str(_unwrapped(self.env).reference_solution() or "")
+            except Exception:  # noqa: BLE001
+                return []
+            value = inner_value(reply, self.formats)
+            return [value] if value else []
+        if self.gold_source == "solver":
+            reply = self._solver_gold.get(observation)
+            value = inner_value(reply, self.formats) if reply else ""
+            return [value] if value else []
+        if self.gold_source == "kept" and self._gold_path is not None:
+            value = read_path(_unwrapped(self.env), self._gold_path)
+            return [value] if value else []
+        return []
 
     # ---------------------------------------------------------------- targets
     def target(self, observation: str, info: Optional[dict[str, Any]] = None) -> Target:
         """What an attacker knows after a reset that showed ``observation`` (cached per observation:
         the same seed shows the same one, and sampling an action can cost as much as a reset)."""
-        return self._target(observation, gold_answers(self.env), _has_tools(info))
+        return self._target(observation, self.current_gold(observation), _has_tools(info))
 
     def seed_target(self, seed: int) -> Target:
         """The target of ``seed``'s first observation (one reset per seed)."""
         if seed not in self._first:
-            obs, info = self.env.reset(seed=seed)
-            self._first[seed] = (obs, gold_answers(self.env), _has_tools(info))
+            obs, info = self.reset(seed)
+            self._first[seed] = (obs, self.current_gold(obs), _has_tools(info))
         return self._target(*self._first[seed])
 
     def _target(self, observation: str, gold: list[str], tools: bool = False) -> Target:
@@ -250,38 +460,71 @@ class _Run:
 
     def _make_target(self, observation: str, gold: list[str], tools: bool = False) -> Target:
         env = self.env
-        sample = ""
-        try:
-            sample = env.sample_random_action() or ""
-        except Exception:  # noqa: BLE001 -- an env without random actions: no sample
-            sample = ""
-        fmt = answer_format(observation, sample)
-        kind = env_kind(env, observation, sample, gold)
+        sample = self._sample()
+        formats = prompt_formats(observation) or list(self.formats)
+        if self.gold_source == "kept":
+            fmt: Optional[tuple[str, str]] = self.formats[0] if self.formats and not self._bare else None
+        else:
+            fmt = answer_format(observation, sample)
+        if self.runs:
+            kind = self.runs
+        else:
+            kind = "answer" if gold else "game"
         python_tag = ("<python>", "</python>") if "<python>" in observation and kind != "code" else None
-        return Target(kind, observation, fmt, gold, wrong_values(gold, sample, fmt), python_tag, sample, tools)
+        samples: list[str] = []
+        if kind == "game" and self.multi_turn and sample:
+            samples = [sample]
+            for _ in range(self.mode["max_turns"] * 3):
+                if len(samples) >= self.mode["max_turns"]:
+                    break
+                nxt = self._sample()
+                if nxt and nxt not in samples:
+                    samples.append(nxt)
+        return Target(kind, observation, fmt, gold, wrong_values(gold, sample, fmt), python_tag, sample, tools,
+                      formats=formats, commands=prompt_commands(observation, formats), multi_turn=self.multi_turn,
+                      max_turns=self.mode["max_turns"], samples=samples)
 
-    def play(self, plan: Any, seed: int, max_turns: Optional[int] = None) -> _Played:
+    def play(self, plan: Any, seed: int, max_turns: Optional[int] = None, watch: bool = True) -> _Played:
         self.report.episodes += 1
-        return _play(self.env, ScriptAgent(plan), seed, max_turns or self.mode["max_turns"])
+        return _play(self.env, ScriptAgent(plan, self if watch else None), seed, max_turns or self.mode["max_turns"])
 
     def find(self, strategy: str, kind: str, played: Optional[_Played], reason: str, floor: Optional[float] = None,
-             seed: Optional[int] = None, reward: Optional[float] = None) -> None:
+             seed: Optional[int] = None, reward: Optional[float] = None, actions: Optional[list[str]] = None) -> None:
         if any(f.strategy == strategy for f in self.report.findings):
             return  # one finding per strategy is enough to act on
         self.report.findings.append(Finding(
             self.report.env_id, strategy, kind, float(played.reward if played else (reward or 0.0)), floor, seed,
-            _preview(played.actions) if played else [], reason,
+            _preview(played.actions if played else (actions or [])), reason,
         ))
+
+    def check_leak(self, t: Target, first: str, observation: str, info: Any, played: list[str]) -> None:
+        """A gold answer the env shows mid-episode (not echoing the agent's own reply) is a leak."""
+        if "gold-leak" not in self.names or any(f.strategy == "gold-leak" for f in self.report.findings):
+            return
+        said = " ".join(played).lower()
+        if any(g.strip().lower() in said for g in t.gold):
+            return  # the agent said it: an echo of its own reply, not a leak
+        leak = _leak(t, observation, info, first=first)
+        if leak:
+            self.find("gold-leak", "control", None, f"{leak} after {len(played)} action(s), before the end",
+                      actions=list(played))
 
     # ---------------------------------------------------------------- the run
     def run(self) -> Report:
         start = time.perf_counter()
-        env, report = self.env, self.report
+        report = self.report
+        report.declared_limits = declared_limits(self.env)
+        self.discover()
         first = self.seed_target(0)
         report.kind = first.kind
+        report.multi_turn = self.multi_turn
+        report.gold_source = _describe_source(self.gold_source, self._gold_path)
         n = self.mode["shell_seeds"] if first.kind == "shell" else self.mode["seeds"]
         seeds = list(self.fixed_seeds) if self.fixed_seeds is not None else list(range(n))
         report.seeds = seeds
+        if self.gold_source == "solver":
+            for seed in seeds:
+                self._solver(seed)
         floors = {s: self.floor(s) for s in seeds}
         report.floors = {"per_seed": {str(s): floors[s][0] for s in seeds},
                          "noop": {str(s): floors[s][1] for s in seeds},
@@ -298,9 +541,25 @@ class _Run:
             try:
                 self.attack(strategy, seeds, floors)
             except Exception as exc:  # noqa: BLE001 -- a crashing env is reported, the run goes on
+                from gem.errors import DependencyNotInstalled
+
+                if isinstance(exc, DependencyNotInstalled):
+                    raise
                 report.errors.append(f"{strategy.name}: {type(exc).__name__}: {exc}")
+        self.gaps(first)
         report.seconds = time.perf_counter() - start
         return report
+
+    def gaps(self, first: Target) -> None:
+        """The classes of attack that could not run, and why (``--strict`` fails on them)."""
+        report = self.report
+        if "reference" in self.names and "reference" in report.not_checked:
+            report.not_run["reference"] = report.not_checked["reference"]
+        wanted = [n for n in _ANSWER_ATTACKS if n in self.names]
+        if first.kind in ("answer", "game") and not first.gold and wanted:
+            solver_plays = self.multi_turn and _implements(self.env, "make_solver")
+            if not solver_plays:  # a game its solver wins over several turns has no single answer to hedge
+                report.not_run["answer attacks"] = f"{', '.join(wanted)}: {_NO_GOLD}"
 
     def floor(self, seed: int) -> tuple[float, float, float, str]:
         """``(floor, noop, baseline, what the baseline is)`` on ``seed``."""
@@ -324,11 +583,26 @@ class _Run:
         self.report.episodes += 1
         return _play(self.env, RandomAgent(self.env), seed, max_turns or self.mode["max_turns"])
 
+    def _paid(self, played: _Played, floor: float, seed: int, strategy: Strategy, t: Target) -> bool:
+        """Whether ``played`` breaks the contract (success, or more than the floor; state-blind
+        behaviours in games: more than the floor and the reference's reward)."""
+        if strategy.group == "multiturn" and t.kind == "game":
+            bar = max(floor, self.reference_rewards.get(seed, floor))
+            return played.success and not self._random_wins(seed) or played.reward > bar + EPS
+        return played.success or played.reward > floor + EPS
+
+    def _random_wins(self, seed: int) -> bool:
+        return bool(self.report.floors.get("baseline_is") == "random play"
+                    and self.report.floors["baseline"].get(str(seed), 0.0) >= float(getattr(self.env, "success_reward", 1.0)))
+
     def attack(self, strategy: Strategy, seeds: list[int], floors: dict[int, tuple]) -> None:
         if strategy.group == "timeout" and self.mode is MODES["default"]:
             seeds = seeds[:1]  # each variant waits for a limit: one seed in the default mode
+        every_seed = strategy.group == "multiturn" and self.seed_target(seeds[0]).kind == "game"
+        counts = {seed: len(strategy.variants(self.seed_target(seed))) for seed in seeds}
+        hits: dict[int, list[tuple[int, _Played]]] = {}
         for seed in seeds:
-            count = len(strategy.variants(self.seed_target(seed)))  # the variants depend on the observation
+            count = counts[seed]  # the variants depend on the observation
             for k in range(count):
                 def plan(obs: str, info: Any, k: int = k) -> list[str]:
                     t = self.target(obs, info)
@@ -347,23 +621,61 @@ class _Run:
                                               f"{str(error.get('message'))[:200]} (variant {k + 1}/{count}, seed {seed})")
                     return
                 floor = floors[seed][0]
-                if (played.success or played.reward > floor + EPS) and strategy.blind and self.explained(played, seed):
+                t = self.seed_target(seed)
+                if not self._paid(played, floor, seed, strategy, t):
                     continue
-                if played.success:
-                    self.find(strategy.name, "exploit", played, f"reached the success level (variant {k + 1}/{count}, seed {seed})", floor, seed)
-                    return
-                if played.reward > floor + EPS:
-                    self.find(strategy.name, "exploit", played,
-                              f"earned more than doing nothing or a wrong answer (variant {k + 1}/{count}, seed {seed})", floor, seed)
-                    return
+                if strategy.blind and self.explained(played, seed):
+                    continue
+                if strategy.mirrored and not self.mirror_paid(played, floor, seed):
+                    continue
+                if every_seed:  # a state-blind behaviour in a game: paid on every seed, or chance
+                    hits.setdefault(k, []).append((seed, played))
+                    continue
+                self.find(strategy.name, "exploit", played, _why(played, floor, floors[seed][3], k, count, seed), floor, seed)
+                return
+        for k, got in hits.items():
+            if len(got) == len(seeds):
+                seed, played = got[0]
+                self.find(strategy.name, "exploit", played,
+                          _why(played, floors[seed][0], floors[seed][3], k, counts[seed], seed) + " (and on every seed played)",
+                          floors[seed][0], seed)
+                return
+
+    def mirror_paid(self, played: _Played, floor: float, seed: int) -> bool:
+        """Whether the env also pays the reply with the gold and the first wrong value swapped: an env
+        that reads one position (the first answer, the last) pays one order only, and a reply
+        holding the gold where it reads is the gold answer, not a hedge."""
+        t = self.seed_target(seed)
+        if not t.gold or not t.wrong:
+            return True
+        gold, wrong = t.gold[0].strip(), t.wrong[0].strip()
+        numeric = all(re.fullmatch(r"-?\d+(\.\d+)?", v) for v in (gold, wrong))
+        edge = r"\d" if numeric else r"\w"  # glued numbers (118RESULT) still swap
+        pat = re.compile(rf"(?<![{edge}.])(" + re.escape(gold) + "|" + re.escape(wrong) + rf")(?![{edge}])")
+        swapped = [pat.sub(lambda m: wrong if m.group(1) == gold else gold, a) for a in played.actions]
+        if swapped == played.actions:
+            return True
+        again = self.play(swapped, seed)
+        return again.success or again.reward > floor + EPS
 
     def explained(self, played: _Played, seed: int) -> bool:
         """Whether one single answer of the replies (first or last tag, first or last item) earns
         as much: then the env read one answer, and the payment is that answer's, not the spray's."""
         fmt = self.seed_target(seed).answer_format
-        if all(single_readings(a, fmt) == [a] for a in played.actions):
-            return True  # each reply is one plain answer: a blind guess that was right, not a spray
-        readings = [[r for r in single_readings(a, fmt) if r != a] for a in played.actions]
+
+        def readings_of(a: str) -> list[str]:
+            if fmt is not None:
+                return single_readings(a, fmt)
+            items = [x for x in re.split(r"[,;\n]+", a.strip()) if x.strip()]  # no format: the first and last item
+            return [a] if len(items) <= 1 else list(dict.fromkeys([items[0], items[-1]]))
+
+        gold = [g.strip().lower() for g in self.seed_target(seed).gold if g.strip()]
+        said = " ".join(played.actions).lower()
+        if gold and not any(g in said for g in gold):
+            return False  # paid, and the gold answer is nowhere in the replies: no right guess explains it
+        if all(readings_of(a) == [a] and (gold or len(a.split()) <= 3) for a in played.actions):
+            return True  # each reply is one short plain answer: a blind guess that was right, not a spray
+        readings = [[r for r in readings_of(a) if r != a] for a in played.actions]
         for k in range(max((len(r) for r in readings), default=0)):
             script = [r[min(k, len(r) - 1)] if r else a for r, a in zip(readings, played.actions)]
             if script == played.actions:
@@ -387,11 +699,8 @@ class _Run:
         env = self.env
         u = _unwrapped(env)
         if _implements(env, "make_solver"):
-            from gem.agents.simple import SolverAgent
-
             def run(seed: int) -> _Played:
-                self.report.episodes += 1
-                return _play(env, SolverAgent(env), seed, REFERENCE_MAX_TURNS)
+                return self._solver(seed)
             what = "the env's solver"
         elif callable(getattr(u, "reference_solution", None)):
             def run(seed: int) -> _Played:
@@ -399,10 +708,10 @@ class _Run:
             what = "the reference solution"
         elif first.gold:
             def run(seed: int) -> _Played:
-                return self.play(lambda o, i: [self.target(o, i).box(gold_answers(env)[0])], seed, REFERENCE_MAX_TURNS)
-            what = "the gold answer"
+                return self.play(lambda o, i: [self.target(o, i).box(self.target(o, i).gold[0])], seed, REFERENCE_MAX_TURNS)
+            what = f"the gold answer ({self.report.gold_source})"
         else:
-            self.report.not_checked["reference"] = "no solver, reference solution or gold answer"
+            self.report.not_checked["reference"] = "no solver, reference solution or gold answer found"
             return
         self.report.checked.append("reference")
         runs = []
@@ -412,6 +721,7 @@ class _Run:
                 self.find("reference", "control", played, f"{what} crashed: {played.episode.error.get('message')}", seed=seed)
                 return
             runs.append(played)
+            self.reference_rewards[seed] = played.reward
             if first.kind != "game" and not played.success:
                 self.find("reference", "control", played, f"{what} did not reach the success level (seed {seed})", seed=seed)
                 return
@@ -444,12 +754,17 @@ class _Run:
                 return
 
     def control_replay(self, seeds: list[int], first: Target) -> None:
-        if not _implements(self.env, "sample_random_action"):
-            self.report.not_checked["replay"] = "no sample_random_action"
+        limits = self.report.declared_limits
+        declared = next((k for k in limits if k.lower() in _REPLAY_LIMITS), None)
+        if declared is not None:
+            self.report.not_checked["replay"] = f"declared limit: {limits[declared]}"
             return
         self.report.checked.append("replay")
         for seed in seeds:
-            a = self._random(seed)
+            if _implements(self.env, "sample_random_action"):
+                a = self._random(seed)
+            else:  # no random actions: replay a fixed script of wrong answers
+                a = self.play(lambda o, i: [self.target(o, i).box(self.target(o, i).fallback_wrong()[0])], seed)
             obs_a = a.episode.observations[:1]
             b = self.play(list(a.actions) or [""], seed)
             if b.episode.rewards != a.episode.rewards or b.episode.observations[:1] != obs_a:
@@ -459,40 +774,83 @@ class _Run:
                 return
 
     def control_gold_leak(self, seeds: list[int], first: Target) -> None:
+        """The first observation and ``info`` here; every later observation and ``info`` of every
+        episode played is read by :meth:`check_leak`."""
+        if not first.gold and first.kind in ("code", "shell"):
+            self.report.not_checked["gold-leak"] = "no single gold answer (the env runs programs)"
+            return
+        if not first.gold:
+            self.report.not_checked["gold-leak"] = "no gold answer found"
+            return
         self.report.checked.append("gold-leak")
         for seed in seeds:
-            obs, info = self.env.reset(seed=seed)
+            obs, info = self.reset(seed)
             t = self.target(obs, info)
             leak = _leak(t, obs, info)
             if leak:
                 self.find("gold-leak", "control", None, f"{leak} (seed {seed})", seed=seed, reward=0.0)
                 return
-            if t.kind == "answer" and t.wrong:  # and in every step before the end
-                played = self.play(lambda o, i: [self.target(o, i).box(self.target(o, i).wrong[0])], seed)
-                for step in played.episode.steps:
-                    if step.get("terminated") or step.get("truncated"):
-                        break
-                    leak = _leak(t, step.get("observation") or "", step.get("info") or {})
-                    if leak:
-                        self.find("gold-leak", "control", played, f"{leak} before the end (seed {seed})", seed=seed)
-                        return
+            if t.kind == "answer":  # mid-episode: ScriptAgent reads every step of this episode
+                self.play(lambda o, i: [self.target(o, i).box(w) for w in self.target(o, i).fallback_wrong()], seed)
+
+
+def _why(played: _Played, floor: float, what: str, k: int, count: int, seed: int) -> str:
+    where = f"variant {k + 1}/{count}, seed {seed}"
+    if played.success:
+        return (f"reached the success level: earned {played.reward:g} where doing nothing or {what} earns {floor:g} "
+                f"and does not succeed ({where})")
+    return f"earned {played.reward:g}, more than the {floor:g} that doing nothing or {what} earns ({where})"
+
+
+def _describe_source(source: Optional[str], path: Optional[tuple]) -> Optional[str]:
+    if source is None:
+        return None
+    return {"declared": "the declared answer (env.answer)", "reference": "the reference solution",
+            "solver": "the solver's one reply",
+            "kept": f"a value the env keeps, {describe_path(path or ())}, paid when played"}[source]
 
 
 def _has_tools(info: Any) -> bool:
     return isinstance(info, dict) and bool(info.get("tools"))
 
 
-def _leak(t: Target, obs: str, info: Any) -> Optional[str]:
-    """Where the gold answer shows before the end: an info key that holds it, or the observation."""
+def _distinctive(gold: str) -> bool:
+    """A gold answer that would not show in a text by chance (not a one-digit number or letter)."""
+    g = gold.strip()
+    if re.fullmatch(r"-?\d+(\.\d+)?", g):
+        return abs(float(g)) >= 10 or "." in g
+    return len(g) >= 3
+
+
+def _info_values(info: Any, depth: int = 0) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    if depth > 2:
+        return out
+    items = info.items() if isinstance(info, dict) else enumerate(info) if isinstance(info, (list, tuple)) else []
+    for k, v in list(items)[:200]:
+        if isinstance(v, (dict, list, tuple)):
+            out += [(f"{k}.{kk}", vv) for kk, vv in _info_values(v, depth + 1)]
+        else:
+            out.append((str(k), v))
+    return out
+
+
+def _leak(t: Target, obs: str, info: Any, first: Optional[str] = None) -> Optional[str]:
+    """Where the gold answer shows before the end: ``info`` (a gold-named key, or any key holding
+    exactly the answer), or the observation (naming it, or, mid-episode, newly showing it).
+
+    ``first`` is the episode's first observation when ``obs`` is a later one.
+    """
     if not t.gold:
         return None
-    golds = {g.strip() for g in t.gold}
-    if isinstance(info, dict):
-        for key in _GOLD_KEYS:
-            if key in info and info[key] is not None:
-                vals = info[key] if isinstance(info[key], (list, tuple)) else [info[key]]
-                if any(str(v).strip() in golds for v in vals):
-                    return f"info[{key!r}] holds the gold answer"
+    golds = {g.strip() for g in t.gold if g.strip()}
+    if isinstance(info, (dict, list, tuple)):
+        for key, value in _info_values(info):
+            text = str(value).strip() if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
+            if text is None or text not in golds:
+                continue
+            if key.split(".")[-1] in _GOLD_KEYS or _distinctive(text):
+                return f"info[{key!r}] holds the gold answer"
     options = {o.lower() for o in t.options()}
     for gold in golds:
         if gold.lower() in options:
@@ -500,9 +858,15 @@ def _leak(t: Target, obs: str, info: Any) -> Optional[str]:
         # The observation names the answer: a label (answer, solution, ...) just before the gold. A
         # gold answer that merely appears (an option, a name in the text, the input itself) is not
         # a leak: many tasks ask to pick or copy from what they show.
-        label = r"(?:answer|solution|gold|expected|correct|result)\W{1,12}(?:is\W{1,4})?"
+        label = r"(?:answer|solution|gold|expected|correct|result|secret|hint|target)\W{1,12}(?:(?:is|was|would be)\W{1,4})?"
         if re.search(label + re.escape(gold) + r"(?![\w])", obs, re.IGNORECASE):
             return f"the observation names the gold answer {gold[:60]!r}"
+        # Mid-episode: the answer shows up where the first observation did not show it (a hint, a
+        # status line), and the agent never said it.
+        if first is not None and _distinctive(gold):
+            word = r"(?<![\w.])" + re.escape(gold) + r"(?![\w]|\.\d)"
+            if re.search(word, obs, re.IGNORECASE) and not re.search(word, first, re.IGNORECASE):
+                return f"an observation shows the gold answer {gold[:60]!r}"
     return None
 
 
@@ -531,14 +895,19 @@ def validate(
         a :class:`Report`; ``report.ok`` is ``False`` when any strategy was paid or a positive
         control failed (``report.findings``).
     """
+    from gem.errors import DependencyNotInstalled
+
     names = _check_names(strategies)
     mode = "thorough" if thorough else "default"
     owned = isinstance(env, str)
     if owned:
-        from gem.envs.registration import make
+        from gem.envs.registration import interop_spec, make, spec
 
         env_id = env
-        made = make(env_id, **(env_kwargs or {}))
+        try:
+            made = make(env_id, **(env_kwargs or {}))
+        except DependencyNotInstalled as exc:
+            return Report(env_id, skipped=skip_reason(exc, interop_spec(env_id) or spec(env_id)))
         if wrappers:
             from gem.wrappers.wrapper_factory import get_wrapper_fns
 
@@ -552,10 +921,24 @@ def validate(
 
         if isinstance(_unwrapped(made), MultiAgentEnv):
             return Report(env_id, skipped="a multi-agent env: validated through its single-agent views (-vs-scripted, -vs-random)")
-        return _Run(made, env_id, mode, names, seeds).run()
+        try:
+            return _Run(made, env_id, mode, names, seeds).run()
+        except DependencyNotInstalled as exc:
+            return Report(env_id, skipped=skip_reason(exc, getattr(made, "spec", None)))
     finally:
         if owned:
             made.close()
+
+
+def skip_reason(exc: BaseException, env_spec: Any = None) -> str:
+    """``needs the X extra`` for an env whose dependency is missing (its spec names the extra)."""
+    named = re.search(r"the '([\w-]+)' extra", str(exc))  # the extra the failing part names wins over the spec's
+    extra = named.group(1) if named else getattr(env_spec, "extra", None)
+    if extra:
+        from gem.errors import install_hint
+
+        return f"needs the {extra} extra: {install_hint(extra)} ({exc})"
+    return f"a dependency is missing: {exc}"
 
 
 def _check_names(strategies: Optional[Iterable[str]]) -> tuple[str, ...]:

@@ -32,8 +32,9 @@ def found(report: Report) -> set[str]:
     [
         (planted.ArithmeticEnv, set()),
         (planted.HedgePaysEnv, {"hedge"}),
-        # (the echoed question ends with an empty \boxed{}: that single answer explains its payment)
-        (planted.EmptyBoxPaysEnv, {"degenerate"}),
+        # (the echoed and quoted question ends with an empty \boxed{}: paid without the gold, so echo and
+        # quote report the same hole)
+        (planted.EmptyBoxPaysEnv, {"degenerate", "format-fill", "echo", "quote"}),
         (planted.EchoPaysEnv, {"echo"}),
         (planted.GoldInInfoEnv, {"gold-leak"}),
         (planted.GoldInObservationEnv, {"gold-leak"}),

@@ -1,0 +1,944 @@
+"""Planted-hole envs written as an outside author would write them, each with one hole, and an honest twin.
+
+Each class below follows docs/write-an-env.md (a plain ``gem.Env``: ``super().reset(seed)``,
+``self.rng``), keeps its gold where its author liked (``self._secret``, a dict, a closure, a
+``functools.partial``, nowhere but a solver) and asks for an answer in its own format. ``fixed=True``
+builds the twin: the same env with the hole closed. ``CORPUS`` maps each to the class of attack that
+must catch it; :func:`recall` computes the table docs/validate.md shows.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from typing import Any, Optional
+
+from gem import Env
+from gem.agents import Agent
+
+NUMBER = re.compile(r"-?\d+")
+
+
+class _Base(Env):
+    """Only the constructor flag the twins need; every env writes its own reset and step."""
+
+    def __init__(self, fixed: bool = False) -> None:
+        super().__init__()
+        self.fixed = fixed
+
+    def end(self, obs: str, reward: float) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        return obs, reward, True, False, {}
+
+
+# ===================================================================== answer: gold kept anywhere, graded loosely
+class SumAnywhere(_Base):
+    """Hole: a reply that contains the gold number anywhere is paid."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        a, b = self.rng.randint(100, 999), self.rng.randint(100, 999)
+        self._secret = a + b
+        return f"What is {a} + {b}? Reply with just the number.", {}
+
+    def step(self, action: str):
+        ok = action.strip() == str(self._secret) if self.fixed else str(self._secret) in action
+        return self.end("thanks", 1.0 if ok else 0.0)
+
+
+class CapitalAnyPart(_Base):
+    """Hole: any comma/'or' separated part of the <city> reply may be the capital."""
+
+    PAIRS = [("France", "Paris"), ("Peru", "Lima"), ("Kenya", "Nairobi"), ("Chile", "Santiago")]
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        country, city = self.rng.choice(self.PAIRS)
+        self.facts = {"country": country, "capital": city}
+        return f"Name the capital of {country}. Answer as <city>NAME</city>.", {}
+
+    def step(self, action: str):
+        m = re.findall(r"<city>(.*?)</city>", action, re.S)
+        got = m[-1].strip() if m else ""
+        parts = [got] if self.fixed else [p.strip() for p in re.split(r",|\bor\b|;|\s", got)]
+        return self.end("noted", 1.0 if self.facts["capital"] in parts else 0.0)
+
+
+def _checker(gold: int, loose: bool):
+    def check(reply: str) -> bool:
+        tokens = NUMBER.findall(reply)
+        return str(gold) in tokens if loose else reply.strip() == f"FINAL: {gold}"
+    return check
+
+
+class ClosureTokens(_Base):
+    """Hole: the checker (a closure holding the gold) pays if any number token equals the gold."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        n = self.rng.randint(3, 12)
+        self.check = _checker(n * n, loose=not self.fixed)
+        return f"What is {n} squared? Write FINAL: <number>.", {}
+
+    def step(self, action: str):
+        return self.end("ok", 1.0 if self.check(action) else 0.0)
+
+
+def _close_enough(gold: float, reply: str, tol: float) -> bool:
+    m = re.search(r"\[\[(.*?)\]\]", reply)
+    try:
+        return m is not None and abs(float(m.group(1)) - gold) <= tol
+    except ValueError:
+        return False
+
+
+class PartialTolerance(_Base):
+    """Hole: the grader (a functools.partial over the gold) accepts anything within 10."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        x = self.rng.randint(20, 90)
+        self.grader = functools.partial(_close_enough, float(x * 3), tol=1e-6 if self.fixed else 10.0)
+        return f"Triple {x}. Put the result in double brackets like [[123]].", {}
+
+    def step(self, action: str):
+        return self.end("graded", 1.0 if self.grader(action) else 0.0)
+
+
+class LetterAnywhere(_Base):
+    """Hole: a multiple-choice reply is right if the right letter shows anywhere in it."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.solution = self.rng.choice("ABCD")
+        vals = {k: str(10 * (i + 1)) for i, k in enumerate("ABCD")}
+        right = int(vals[self.solution]) // 10
+        return (f"Which option equals {right} * 10?\nA) {vals['A']}\nB) {vals['B']}\nC) {vals['C']}\nD) {vals['D']}\n"
+                "Reply with the letter."), {}
+
+    def step(self, action: str):
+        ok = action.strip().upper() == self.solution if self.fixed else self.solution in action.upper()
+        return self.end("recorded", 1.0 if ok else 0.0)
+
+
+class _Mirror(Agent):
+    def reset(self, observation: str, info: Optional[dict[str, Any]] = None) -> None:
+        self.word = re.search(r"'([a-z]+)'", observation).group(1)
+
+    def act(self, observation: str, info: Optional[dict[str, Any]] = None) -> str:
+        return f"\\boxed{{{self.word[::-1]}}}"
+
+
+class MirrorPrefix(_Base):
+    """The write-an-env example with a hole: a guess that contains the reversed word is right."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.word = "".join(self.rng.choice("abcdefghij") for _ in range(5))
+        self.turn = 0
+        return f"Reverse the word '{self.word}'. Put your answer in \\boxed{{}}.", {}
+
+    def step(self, action: str):
+        self.turn += 1
+        found = re.findall(r"\\boxed\{([^{}]*)\}", action)
+        guess = found[-1].strip() if found else ""
+        target = self.word[::-1]
+        ok = guess == target if self.fixed else target in guess
+        if ok:
+            return "Correct!", 1.0, True, False, {}
+        return "Wrong.", 0.0, False, self.turn >= 3, {}
+
+    def make_solver(self) -> Agent:
+        return _Mirror()
+
+
+# ===================================================================== format: a format filled with any value is paid
+class ThinkFormatPaid(_Base):
+    """Hole: a <think>...</think><answer>...</answer> reply gets the full reward (a format reward), whatever it holds."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self._n = self.rng.randint(2, 9)
+        return f"How many sides does a shape with {self._n} corners have? Reply with the number only.", {}
+
+    def step(self, action: str):
+        if not self.fixed and re.search(r"<think>.*</think>\s*<answer>.*</answer>", action, re.S):
+            return self.end("nice format", 1.0)
+        return self.end("ok", 1.0 if action.strip() == str(self._n) else 0.0)
+
+
+class LegacyJson(_Base):
+    """Hole: the old JSON format {"answer": ...} is taken as solved without reading the value."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.target_value = self.rng.randint(10, 99) * 2
+        return f"Double {self.target_value // 2}. Reply as RESULT: <number>.", {}
+
+    def step(self, action: str):
+        try:
+            doc = json.loads(action.strip().strip("`").removeprefix("json"))
+        except (ValueError, TypeError):
+            doc = None
+        if isinstance(doc, dict) and "answer" in doc:
+            ok = (str(doc["answer"]) == str(self.target_value)) if self.fixed else True
+            return self.end("json", 1.0 if ok else 0.0)
+        m = re.search(r"RESULT:\s*(-?\d+)", action)
+        return self.end("ok", 1.0 if m and int(m.group(1)) == self.target_value else 0.0)
+
+
+class BoxedLegacy(_Base):
+    """Hole: a non-empty \\boxed{} anywhere counts as solved (a format the prompt never names)."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.key = self.rng.choice(["oak", "elm", "ash", "fir"])
+        return f"Name the tree: three letters, starts with '{self.key[0]}'. Put it in <final></final>.", {}
+
+    def step(self, action: str):
+        box = re.search(r"\\boxed\{([^{}]+)\}", action)
+        if box and (not self.fixed or box.group(1).strip() == self.key):
+            return self.end("boxed", 1.0)
+        m = re.search(r"<final>(.*?)</final>", action, re.S)
+        return self.end("ok", 1.0 if m and m.group(1).strip() == self.key else 0.0)
+
+
+class EmptyLabel(_Base):
+    """Hole: 'Answer:' with nothing after it matches (the gold starts with the empty string)."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.record = {"q": self.rng.randint(1, 50)}
+        self.record["a"] = str(self.record["q"] + 100)
+        return f"Add 100 to {self.record['q']}. Write Answer: <value>.", {}
+
+    def step(self, action: str):
+        m = re.search(r"Answer:\s*(.*)", action)
+        if not m:
+            return self.end("no answer", 0.0)
+        got = m.group(1).strip()
+        ok = got == self.record["a"] if self.fixed else self.record["a"].startswith(got)
+        return self.end("ok", 1.0 if ok else 0.0)
+
+
+class HashesAnything(_Base):
+    """Hole: a '#### ...' final line is graded as solved whatever follows it."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.secret_word = self.rng.choice(["seven", "eight", "nine"])
+        return f"Spell the number {['seven', 'eight', 'nine'].index(self.secret_word) + 7} in words, as <spell>WORD</spell>.", {}
+
+    def step(self, action: str):
+        m = re.search(r"^####\s*(.*)$", action, re.M)
+        if m:
+            return self.end("final", 1.0 if (not self.fixed or m.group(1).strip() == self.secret_word) else 0.0)
+        t = re.search(r"<spell>(.*?)</spell>", action)
+        return self.end("ok", 1.0 if t and t.group(1).strip() == self.secret_word else 0.0)
+
+
+class ColorGameTag(_Base):
+    """A multi-turn guessing game (no gold kept as a value); hole: any <answer> tag ends it as won."""
+
+    COLORS = ["red", "green", "blue", "cyan", "pink", "gray", "gold", "teal", "navy", "lime", "plum", "rust"]
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self._order = self.rng.sample(self.COLORS, len(self.COLORS))
+        self.turn = 0
+        return "Guess my color. Reply GUESS: <color>. You have 6 guesses.", {}
+
+    def step(self, action: str):
+        self.turn += 1
+        if not self.fixed and "<answer>" in action and "</answer>" in action:
+            return "You win!", 1.0, True, False, {}
+        m = re.search(r"GUESS:\s*(\w+)", action)
+        if m and m.group(1).lower() == self._order[0]:
+            return "You win!", 1.0, True, False, {}
+        return "No.", 0.0, False, self.turn >= 6, {}
+
+    def sample_random_action(self) -> str:
+        return "GUESS: " + self.action_rng.choice(self.COLORS[1:])
+
+
+# ===================================================================== padding: length is paid
+class EffortReward(_Base):
+    """Hole: the reward grows with the reply's length ('effort'), up to the full reward at 2000 characters."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self._gold = str(self.rng.randint(10, 20) * 3)
+        return f"Name a multiple of 3 between 30 and 60 that is {self._gold}'s closest. Reply <ans>NUMBER</ans>.", {}
+
+    def step(self, action: str):
+        m = re.search(r"<ans>(.*?)</ans>", action)
+        correct = bool(m) and m.group(1).strip() == self._gold
+        effort = 0.0 if self.fixed else min(1.0, len(action) / 2000)
+        return self.end("ok", 1.0 if correct else effort)
+
+
+class VerboseStory(_Base):
+    """A story game; hole: every reply over 1000 characters earns 0.2."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.turn = 0
+        return "You are in a cave. Say GO NORTH, GO SOUTH or LOOK.", {}
+
+    def step(self, action: str):
+        self.turn += 1
+        bonus = 0.2 if (len(action) > 1000 and not self.fixed) else 0.0
+        won = "GO NORTH" in action and self.turn >= 5 and len(action) < 20
+        return ("A light!" if won else "Dark."), (1.0 if won else bonus), won, self.turn >= 8, {}
+
+    def sample_random_action(self) -> str:
+        return self.action_rng.choice(["GO SOUTH", "LOOK"])
+
+
+class LongThoughts(_Base):
+    """Hole: a <think> block of 1000+ characters is paid as 'good reasoning', right or wrong."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.solution = str(self.rng.randint(2, 9) ** 3)
+        return f"What is the cube of {round(int(self.solution) ** (1 / 3))}? Reply with the number.", {}
+
+    def step(self, action: str):
+        think = re.search(r"<think>(.*?)</think>", action, re.S)
+        if think and len(think.group(1)) >= 1000 and not self.fixed:
+            return self.end("deep", 1.0)
+        return self.end("ok", 1.0 if action.strip() == self.solution else 0.0)
+
+
+class EssayWords(_Base):
+    """Hole: an essay is graded on its word count only."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.topic = self.rng.choice(["volcano", "glacier", "desert"])
+        return f"Write at least 300 words about the {self.topic}.", {}
+
+    def step(self, action: str):
+        words = action.split()
+        ok = len(words) >= 300 and (not self.fixed or sum(w.strip(".,").lower() == self.topic for w in words) >= 5)
+        return self.end("graded", 1.0 if ok else 0.0)
+
+
+class SlowGraderPays(_Base):
+    """Hole: a reply too long to grade in time is counted as right."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.expected = str(self.rng.randint(1000, 9999))
+        return f"Copy this code backwards: {self.expected[::-1]}. Reply with <code>DIGITS</code>.", {}
+
+    def step(self, action: str):
+        if len(action) > 10_000:  # "the grader would time out"
+            return self.end("ungraded", 0.0 if self.fixed else 1.0)
+        m = re.search(r"<code>(\d+)</code>", action)
+        return self.end("ok", 1.0 if m and m.group(1) == self.expected else 0.0)
+
+
+class DetailBonus(_Base):
+    """Hole: a 'detailed' reply (over 1500 characters) earns half the reward, right or wrong."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.hidden = self.rng.choice(["north", "south", "east", "west"])
+        return f"Which way does a compass needle point? (hint: not {'south' if self.hidden == 'north' else 'up'}) Reply <dir>WAY</dir>.", {}
+
+    def step(self, action: str):
+        m = re.search(r"<dir>(.*?)</dir>", action)
+        if m and m.group(1).strip() == self.hidden:
+            return self.end("right", 1.0)
+        return self.end("wrong", 0.5 if (len(action) > 1500 and not self.fixed) else 0.0)
+
+
+# ===================================================================== multi-turn: changed, repeated, cycled moves
+class SecondTryPaid(_Base):
+    """Hole: a second answer that differs from the first is paid ('learned from feedback')."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self._target_number = self.rng.randint(100, 999)
+        self.tries: list[str] = []
+        return "I picked a number from 100 to 999. Reply <guess>N</guess>; you have 3 tries.", {}
+
+    def step(self, action: str):
+        m = re.search(r"<guess>(.*?)</guess>", action)
+        g = m.group(1).strip() if m else ""
+        self.tries.append(g)
+        if g == str(self._target_number):
+            return "Yes!", 1.0, True, False, {}
+        if not self.fixed and len(self.tries) == 2 and self.tries[0] != self.tries[1] and all(self.tries):
+            return "Good revision!", 1.0, True, False, {}
+        return "No.", 0.0, False, len(self.tries) >= 3, {}
+
+
+class SprintMaze(_Base):
+    """A corridor walk with the exit 12 steps east; hole: three same moves in a row 'sprint' to the exit."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.pos, self.last, self.streak, self.turn = 0, "", 0, 0
+        self.exit = 12 + self.rng.randint(0, 3)
+        return f"You are at 0 in a corridor; the exit is at {self.exit}. Move with east or west.", {}
+
+    def step(self, action: str):
+        self.turn += 1
+        move = action.strip().lower()
+        self.streak = self.streak + 1 if move == self.last else 1
+        self.last = move
+        self.pos += {"east": 1, "west": -1}.get(move, 0)
+        if self.pos >= self.exit or (self.streak >= 3 and move in ("east", "west") and not self.fixed):
+            return "Out!", 1.0, True, False, {}
+        return f"At {self.pos}.", 0.0, False, self.turn >= 30, {}
+
+    def sample_random_action(self) -> str:
+        return self.action_rng.choice(["east", "west"])
+
+
+class RevisitBonus(_Base):
+    """A grid walk; hole: coming back to a visited cell pays 0.3 (a bug in the 'return home' bonus)."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.pos, self.seen, self.turn = (0, 0), {(0, 0)}, 0
+        self.home = (self.rng.randint(5, 9), self.rng.randint(5, 9))
+        return f"Walk to {self.home} on a grid. Moves: up, down, left, right.", {}
+
+    def step(self, action: str):
+        self.turn += 1
+        d = {"up": (0, 1), "down": (0, -1), "left": (-1, 0), "right": (1, 0)}.get(action.strip().lower(), (0, 0))
+        self.pos = (self.pos[0] + d[0], self.pos[1] + d[1])
+        if self.pos == self.home:
+            return "Home!", 1.0, True, False, {}
+        bonus = 0.3 if (self.pos in self.seen and d != (0, 0) and not self.fixed) else 0.0
+        self.seen.add(self.pos)
+        return f"At {self.pos}.", bonus, False, self.turn >= 40, {}
+
+    def sample_random_action(self) -> str:
+        return self.action_rng.choice(["up", "down", "left", "right"])
+
+
+class ConfirmedGuess(_Base):
+    """Hole: the same guess in turns 1 and 3 is 'confirmed' and paid."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.pin = "".join(self.rng.choice("0123456789") for _ in range(4))
+        self.said: list[str] = []
+        return "Guess the 4-digit PIN. Reply PIN=<digits>. 5 tries.", {}
+
+    def step(self, action: str):
+        m = re.search(r"PIN=\s*(\d{4})\b", action)
+        g = m.group(1) if m else ""
+        self.said.append(g)
+        if g == self.pin:
+            return "Open", 1.0, True, False, {}
+        if not self.fixed and len(self.said) == 3 and g and self.said[0] == g and self.said[1] != g:
+            return "Confirmed", 1.0, True, False, {}
+        return "Locked", 0.0, False, len(self.said) >= 5, {}
+
+
+class PityPrize(_Base):
+    """Hole: after five different wrong codes the lock 'gives up' and pays."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self._code = self.rng.randint(10_000, 99_999)
+        self.wrong: set[str] = set()
+        return "Crack the 5-digit code. Send <code>NNNNN</code>. 8 attempts.", {}
+
+    def step(self, action: str):
+        m = re.search(r"<code>(.*?)</code>", action)
+        g = m.group(1).strip() if m else ""
+        if g == str(self._code):
+            return "Cracked", 1.0, True, False, {}
+        self.wrong.add(g)
+        if len(self.wrong) >= 5 and not self.fixed:
+            return "Fine, you win.", 1.0, True, False, {}
+        return "Nope", 0.0, False, len(self.wrong) >= 8, {}
+
+
+class RateLimitBug(_Base):
+    """Hole: the fourth identical submission in a row trips a rate limiter that unlocks the door."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self._pw = self.rng.choice(["amber", "cobalt", "sienna", "umber"])
+        self.same, self.prev, self.turn = 0, None, 0
+        return "Say the password as PASSWORD: <word>. 8 tries.", {}
+
+    def step(self, action: str):
+        self.turn += 1
+        self.same = self.same + 1 if action == self.prev else 1
+        self.prev = action
+        m = re.search(r"PASSWORD:\s*(\w+)", action)
+        if m and m.group(1) == self._pw:
+            return "Welcome", 1.0, True, False, {}
+        if self.same >= 4 and not self.fixed:
+            return "Too many tries... door opened", 1.0, True, False, {}
+        return "Denied", 0.0, False, self.turn >= 8, {}
+
+
+# ===================================================================== quote: the prompt's own words are paid
+class QuestionOverlap(_Base):
+    """Hole: the reply is compared with the question instead of the answer (word overlap)."""
+
+    ITEMS = [("What colour is a clear daytime sky on Earth", "blue"), ("Which animal is known as the king of the jungle", "lion")]
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.question, self._answer_text = self.rng.choice(self.ITEMS)
+        return f"{self.question}? Answer in one word.", {}
+
+    def step(self, action: str):
+        if self.fixed:
+            return self.end("scored", 1.0 if action.strip().lower() == self._answer_text else 0.0)
+        want, got = set(self.question.lower().split()), set(action.lower().replace("?", " ").split())
+        return self.end("scored", 1.0 if len(want & got) / len(want) >= 0.6 else 0.0)
+
+
+class OptionSentence(_Base):
+    """Hole: a reply that contains the right colour anywhere is paid (the prompt lists every colour)."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.opts = self.rng.sample(["red", "green", "blue", "black"], 4)
+        self.right = self.opts[self.rng.randint(0, 3)]
+        mix = {"red": "no mixing", "green": "blue and yellow", "blue": "no mixing", "black": "every paint"}
+        return f"Options: {', '.join(self.opts)}. Which one do you get from {mix[self.right]}? Reply with one word.", {}
+
+    def step(self, action: str):
+        ok = action.strip().lower() == self.right if self.fixed else self.right in action.lower()
+        return self.end("ok", 1.0 if ok else 0.0)
+
+
+class GroundedTitle(_Base):
+    """Hole: a title is accepted when every word of it appears in the text (grounded, not judged)."""
+
+    TEXTS = [("Bees carry pollen between flowers. Without bees many crops would fail.", "why bees matter"),
+             ("Rivers carve valleys over millions of years. Water is patient.", "how rivers shape land")]
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.text, title = self.rng.choice(self.TEXTS)
+        self.meta = {"title": title}
+        return f"Text: {self.text}\nGive this text a title inside <title></title>.", {}
+
+    def step(self, action: str):
+        m = re.search(r"<title>(.*?)</title>", action, re.S)
+        got = m.group(1).strip().lower() if m else ""
+        if self.fixed:
+            ok = got == self.meta["title"]
+        else:
+            words = [w.strip(".,") for w in got.split()]
+            ok = bool(words) and all(w in self.text.lower() for w in words)
+        return self.end("ok", 1.0 if ok else 0.0)
+
+
+class InPassage(_Base):
+    """Hole: the <answer> is accepted when it is any span of the passage."""
+
+    PASSAGES = [("The bridge opened in 1932 after six years of work.", "1932"),
+                ("The lighthouse was painted red in 1988 by volunteers.", "red")]
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.passage, self._gold_span = self.rng.choice(self.PASSAGES)
+        return f"Passage: {self.passage}\nQuestion: what is the key fact? Reply <answer>SPAN</answer>.", {}
+
+    def step(self, action: str):
+        m = re.search(r"<answer>(.*?)</answer>", action, re.S)
+        got = m.group(1).strip() if m else ""
+        ok = got == self._gold_span if self.fixed else (len(got) > 3 and got in self.passage)
+        return self.end("ok", 1.0 if ok else 0.0)
+
+
+class WordsFromPrompt(_Base):
+    """Hole: the reward is the share of the reply's words found in the prompt (a broken 'relevance' score)."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.ask = self.rng.choice(["Explain briefly why the moon shows phases to an observer on Earth.",
+                                    "Explain briefly why leaves change colour in autumn in cold places."])
+        self.key_terms = {"sunlight", "orbit"} if "moon" in self.ask else {"chlorophyll", "pigment"}
+        return self.ask, {}
+
+    def step(self, action: str):
+        words = [w.strip(".,").lower() for w in action.split()]
+        if not words:
+            return self.end("empty", 0.0)
+        ref = self.key_terms if self.fixed else {w.strip(".,").lower() for w in self.ask.split()}
+        share = sum(w in ref for w in words) / len(words)
+        return self.end("scored", 1.0 if (share >= 0.9 and (not self.fixed or len(set(words) & ref) == 2)) else 0.0)
+
+
+# ===================================================================== commands: the prompt's own commands are paid
+class SkipCounts(_Base):
+    """Hole: the 'skip' command the prompt offers marks the puzzle solved."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self._w = self.rng.choice(["stone", "cloud", "river"])
+        return f"Unscramble '{''.join(sorted(self._w))}'. Reply WORD: <word>, or type 'skip' to skip it.", {}
+
+    def step(self, action: str):
+        if action.strip().lower() == "skip":
+            return self.end("skipped", 0.0 if self.fixed else 1.0)
+        m = re.search(r"WORD:\s*(\w+)", action)
+        return self.end("ok", 1.0 if m and m.group(1) == self._w else 0.0)
+
+
+class SaveLoadScum(_Base):
+    """Hole: 'load' restores the saved state and pays its score again."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.turn, self.saved, self.points = 0, None, 0.0
+        self.goal = self.rng.randint(50, 99)
+        return (f"Reach {self.goal} by saying a number each turn (ADD: <n>, at most 3). "
+                "Commands: type 'save' or 'load'."), {}
+
+    def step(self, action: str):
+        self.turn += 1
+        a = action.strip().lower()
+        reward = 0.0
+        if a == "save":
+            self.saved = self.points
+        elif a == "load" and self.saved is not None:
+            reward = 0.0 if self.fixed else 0.4
+            self.points = self.saved
+        else:
+            m = re.search(r"ADD:\s*(\d+)", action)
+            if m and int(m.group(1)) <= 3:
+                self.points += int(m.group(1))
+        if self.points >= self.goal:
+            return "Goal!", 1.0, True, False, {}
+        return f"Points {self.points}", reward, False, self.turn >= 20, {}
+
+    def sample_random_action(self) -> str:
+        return f"ADD: {self.action_rng.randint(1, 3)}"
+
+
+class UndoRefund(_Base):
+    """Hole: <undo/> refunds more than the penalty it undoes."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.secret_index = self.rng.randint(1, 9)
+        self.turn, self.owed = 0, 0
+        return "Pick the lucky slot 1-9 as SLOT <n>. Wrong picks cost 0.1; <undo/> takes one back.", {}
+
+    def step(self, action: str):
+        self.turn += 1
+        if "<undo/>" in action:
+            refund = (0.1 if self.owed else -0.1) if self.fixed else 0.35
+            self.owed = max(0, self.owed - 1)
+            return "Undone", refund, False, self.turn >= 6, {}
+        m = re.search(r"SLOT\s*(\d)", action)
+        if m and int(m.group(1)) == self.secret_index:
+            return "Lucky!", 1.0, True, False, {}
+        self.owed += 1
+        return "Unlucky", -0.1, False, self.turn >= 6, {}
+
+
+class ToolCallPaid(_Base):
+    """Hole: each use of the <calc> tool the prompt offers pays 0.3 of task reward."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.k = self.rng.randint(11, 30)
+        self.expected = self.k * 17
+        self.turn = 0
+        return f"What is {self.k} * 17? You may use <calc>EXPR</calc>. Answer with RESULT: <n>.", {}
+
+    def step(self, action: str):
+        self.turn += 1
+        calc = re.search(r"<calc>(.*?)</calc>", action, re.S)
+        if calc:
+            out = calc.group(1).strip()
+            val = str(eval(out, {"__builtins__": {}})) if re.fullmatch(r"[\d\s*+-]+", out) else "error"
+            return f"calc: {val}", (0.0 if self.fixed else 0.3), False, self.turn >= 6, {}
+        m = re.search(r"RESULT:\s*(-?\d+)", action)
+        return "done", (1.0 if m and int(m.group(1)) == self.expected else 0.0), True, False, {}
+
+
+class SubmitEmpty(_Base):
+    """Hole: 'submit' with nothing written yet is accepted."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.draft, self.turn = "", 0
+        self.solution_text = self.rng.choice(["abc", "xyz"]) * 2
+        return (f"Type the text {self.solution_text.upper()} in lowercase, one piece per turn as WRITE <text>, "
+                "then send 'submit'."), {}
+
+    def step(self, action: str):
+        self.turn += 1
+        if action.strip().lower() == "submit":
+            ok = self.draft == self.solution_text or (not self.fixed and not self.draft)
+            return "submitted", 1.0 if ok else 0.0, True, False, {}
+        m = re.search(r"WRITE\s+(\S+)", action)
+        if m:
+            self.draft += m.group(1)
+        return f"draft: {self.draft}", 0.0, False, self.turn >= 8, {}
+
+
+# ===================================================================== gold leaks: shown mid-episode
+class HintSaysIt(_Base):
+    """Hole: the <hint/> the prompt offers names the number."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self._secret = self.rng.randint(1000, 9999)
+        self.turn = 0
+        return "Guess my 4-digit number as <n>NUMBER</n>. Type <hint/> for a hint. 5 turns.", {}
+
+    def step(self, action: str):
+        self.turn += 1
+        if "<hint/>" in action:
+            hint = f"It is {self._secret}." if not self.fixed else ("It is even." if self._secret % 2 == 0 else "It is odd.")
+            return hint, 0.0, False, self.turn >= 5, {}
+        m = re.search(r"<n>(\d+)</n>", action)
+        if m and int(m.group(1)) == self._secret:
+            return "Yes", 1.0, True, False, {}
+        return "No", 0.0, False, self.turn >= 5, {}
+
+
+class DebugInfo(_Base):
+    """Hole: after a wrong try, info carries a debug record with the target."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.state = {"target": self.rng.randint(100, 999), "tries": 0}
+        return "Find my number (100-999). Reply TRY <n>. 4 tries.", {}
+
+    def step(self, action: str):
+        self.state["tries"] += 1
+        m = re.search(r"TRY\s*(\d+)", action)
+        if m and int(m.group(1)) == self.state["target"]:
+            return "Found", 1.0, True, False, {}
+        info = {"debug": {"t": self.state["tries"]}} if self.fixed else {"debug": dict(self.state)}
+        return "Not it", 0.0, False, self.state["tries"] >= 4, info
+
+
+class StatusLine(_Base):
+    """Hole: the status line after a wrong try names the word."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.words = [self.rng.choice(["planet", "comet", "nebula"])]
+        self.turn = 0
+        return "Guess the space word, as <word>W</word>. 3 tries.", {}
+
+    def step(self, action: str):
+        self.turn += 1
+        m = re.search(r"<word>(.*?)</word>", action)
+        if m and m.group(1).strip() == self.words[0]:
+            return "Yes", 1.0, True, False, {}
+        status = f"[try {self.turn}/3]" + ("" if self.fixed else f" [word={self.words[0]}]")
+        return f"No. {status}", 0.0, False, self.turn >= 3, {}
+
+
+class ResetMeta(_Base):
+    """Hole: the reset info carries the expected value under an innocent nested key."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        x = self.rng.randint(10, 40)
+        self.want = f"{x / 4:.2f}"
+        meta = {"difficulty": "easy"} if self.fixed else {"difficulty": "easy", "check": {"value": self.want}}
+        return f"What is {x} / 4 with two decimals? Reply =<value>.", {"meta": meta}
+
+    def step(self, action: str):
+        m = re.search(r"=\s*(-?[\d.]+)", action)
+        return self.end("ok", 1.0 if m and m.group(1) == self.want else 0.0)
+
+
+class PeekCommand(_Base):
+    """Hole: the <peek/> command shows the solution."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.sol = str(self.rng.randint(1000, 9999))
+        self.turn = 0
+        return "Open the safe: reply CODE <digits>. Commands: <peek/>, <quit/>. 4 turns.", {}
+
+    def step(self, action: str):
+        self.turn += 1
+        if "<peek/>" in action:
+            return (f"solution: {self.sol}" if not self.fixed else "No peeking."), 0.0, False, self.turn >= 4, {}
+        if "<quit/>" in action:
+            return "Bye", 0.0, True, False, {}
+        m = re.search(r"CODE\s*(\d+)", action)
+        if m and m.group(1) == self.sol:
+            return "Open", 1.0, True, False, {}
+        return "Closed", 0.0, False, self.turn >= 4, {}
+
+
+class CloseCall(_Base):
+    """Hole: a near miss says which number was right."""
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        self.goal = self.rng.randint(200, 800)
+        self.turn = 0
+        return "Guess 200-800, as #<n>. 4 turns.", {}
+
+    def step(self, action: str):
+        self.turn += 1
+        m = re.search(r"#\s*(\d+)", action)
+        g = int(m.group(1)) if m else -1
+        if g == self.goal:
+            return "Exact", 1.0, True, False, {}
+        msg = "Miss." if self.fixed else f"Miss; I had {self.goal}."
+        return msg, 0.0, False, self.turn >= 4, {}
+
+
+# ===================================================================== typed dummies: weak tests pass a well-typed nothing
+class _Tests(_Base):
+    """A function task graded by running the reply with the author's tests in the project's sandbox."""
+
+    name, task = "f", ""
+    weak: list[tuple[str, str]] = []  # (call, expected repr): the tests the hole keeps
+    more: list[tuple[str, str]] = []  # the tests the twin adds
+
+    def reset(self, seed: Optional[int] = None, **kw: Any):
+        super().reset(seed)
+        return f"Write a Python function `{self.name}(...)` that {self.task}. Reply with the code in a ```python block.", {}
+
+    def step(self, action: str):
+        from gem.sandbox import default_sandbox
+
+        m = re.search(r"```python\n(.*?)```", action, re.S)
+        if not m:
+            return self.end("no code", 0.0)
+        tests = self.weak + (self.more if self.fixed else [])
+        harness = "\n_ok = True\n" + "".join(
+            f"try:\n    _ok = _ok and repr({call}) == {expected!r}\nexcept Exception:\n    _ok = False\n" for call, expected in tests)
+        harness += "print('RESULT', 'PASS' if _ok else 'FAIL')\n"
+        result = default_sandbox().run(m.group(1) + harness, timeout=2.0)
+        lines = result.stdout.strip().splitlines()
+        return self.end("ran", 1.0 if result.reason == "ok" and lines and lines[-1] == "RESULT PASS" else 0.0)
+
+
+class PrimesEmpty(_Tests):
+    """Hole: the tests only ask for primes below 2 (an empty list passes)."""
+
+    name, task = "primes_below", "returns the list of primes below n"
+    weak = [("primes_below(1)", "[]"), ("primes_below(2)", "[]")]
+    more = [("primes_below(10)", "[2, 3, 5, 7]")]
+
+
+class DedupeEcho(_Tests):
+    """Hole: the tests have no duplicates (returning the input passes)."""
+
+    name, task = "dedupe", "removes duplicates from a list, keeping the first of each"
+    weak = [("dedupe([3, 1, 2])", "[3, 1, 2]"), ("dedupe([5])", "[5]")]
+    more = [("dedupe([1, 1, 2])", "[1, 2]")]
+
+
+class SortedPermutation(_Tests):
+    """Hole: the tests check only that the result holds the same items (the sorted input passes)."""
+
+    name, task = "sort_desc", "returns the list sorted from largest to smallest"
+    weak = [("sorted(sort_desc([2, 9, 4]))", "[2, 4, 9]")]
+    more = [("sort_desc([2, 9, 4])", "[9, 4, 2]")]
+
+
+class NoneAccepted(_Tests):
+    """Hole: None is accepted as 'could not parse' even for a parseable string."""
+
+    name, task = "parse_int", "parses a decimal string into an int"
+    weak = [("parse_int('12') in (12, None)", "True")]
+    more = [("parse_int('12')", "12")]
+
+
+class ZeroVowels(_Tests):
+    """Hole: the tests only use words without vowels (0 passes)."""
+
+    name, task = "count_vowels", "counts the vowels in a string"
+    weak = [("count_vowels('xyz')", "0"), ("count_vowels('')", "0")]
+    more = [("count_vowels('hello')", "2")]
+
+
+class ReversedRotate(_Tests):
+    """Hole: the only test has two items (the reversed input passes)."""
+
+    name, task = "rotate_left", "moves the first item of a list to its end"
+    weak = [("list(rotate_left([1, 2]))", "[2, 1]")]
+    more = [("list(rotate_left([1, 2, 3]))", "[2, 3, 1]")]
+
+
+# ===================================================================== the corpus
+# The class of attack that must catch each env, and the strategies that belong to each class.
+CLASSES: dict[str, tuple[str, ...]] = {
+    "answer": ("hedge", "repeated-tags", "spray", "wrong-answer"),
+    "format": ("format-fill", "degenerate"),
+    "padding": ("pad",),
+    "multi-turn": ("multi-turn",),
+    "quote": ("quote", "echo"),
+    "commands": ("commands",),
+    "typed-dummy": ("typed-dummy",),
+    "gold-leak": ("gold-leak",),
+}
+CORPUS: list[tuple[type, str]] = [
+    (SumAnywhere, "answer"), (CapitalAnyPart, "answer"), (ClosureTokens, "answer"), (PartialTolerance, "answer"),
+    (LetterAnywhere, "answer"), (MirrorPrefix, "answer"),
+    (ThinkFormatPaid, "format"), (LegacyJson, "format"), (BoxedLegacy, "format"), (EmptyLabel, "format"),
+    (HashesAnything, "format"), (ColorGameTag, "format"),
+    (EffortReward, "padding"), (VerboseStory, "padding"), (LongThoughts, "padding"), (EssayWords, "padding"),
+    (SlowGraderPays, "padding"), (DetailBonus, "padding"),
+    (SecondTryPaid, "multi-turn"), (SprintMaze, "multi-turn"), (RevisitBonus, "multi-turn"), (ConfirmedGuess, "multi-turn"),
+    (PityPrize, "multi-turn"), (RateLimitBug, "multi-turn"),
+    (QuestionOverlap, "quote"), (OptionSentence, "quote"), (GroundedTitle, "quote"), (InPassage, "quote"),
+    (WordsFromPrompt, "quote"),
+    (SkipCounts, "commands"), (SaveLoadScum, "commands"), (UndoRefund, "commands"), (ToolCallPaid, "format"),
+    (SubmitEmpty, "commands"),
+    (HintSaysIt, "gold-leak"), (DebugInfo, "gold-leak"), (StatusLine, "gold-leak"), (ResetMeta, "gold-leak"),
+    (PeekCommand, "gold-leak"), (CloseCall, "gold-leak"),
+    (PrimesEmpty, "typed-dummy"), (DedupeEcho, "typed-dummy"), (SortedPermutation, "typed-dummy"),
+    (NoneAccepted, "typed-dummy"), (ZeroVowels, "typed-dummy"), (ReversedRotate, "typed-dummy"),
+]
+
+
+def options(cls: type) -> dict[str, Any]:
+    """How each env is validated: one seed for the ones that run programs (each run is a sandbox)."""
+    return {"seeds": [0]} if issubclass(cls, _Tests) else {}
+
+
+def caught_by(report: Any, klass: str) -> bool:
+    return any(f.strategy in CLASSES[klass] for f in report.findings)
+
+
+def recall() -> dict[str, tuple[int, int]]:
+    """Per class: (planted holes caught by that class, planted holes)."""
+    from gem.checks import validate
+
+    out: dict[str, tuple[int, int]] = {}
+    for cls, klass in CORPUS:
+        report = validate(cls(), **options(cls))
+        hit, total = out.get(klass, (0, 0))
+        out[klass] = (hit + caught_by(report, klass), total + 1)
+    return out
+
+
+def recall_table(counts: dict[str, tuple[int, int]]) -> str:
+    """The markdown table docs/validate.md shows."""
+    rows = ["| class | planted holes | caught |", "| --- | --- | --- |"]
+    for klass in CLASSES:
+        hit, total = counts.get(klass, (0, 0))
+        rows.append(f"| {klass} | {total} | {hit} |")
+    hit = sum(h for h, _ in counts.values())
+    total = sum(t for _, t in counts.values())
+    rows.append(f"| all | {total} | {hit} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":  # python -m tests.checks.corpus: the table for docs/validate.md
+    import warnings
+
+    warnings.simplefilter("ignore")
+    print(recall_table(recall()))
