@@ -15,7 +15,7 @@ import json
 import logging
 import os
 import sys
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, NoReturn, Optional, Sequence
 
 # name -> "module:function"; the function receives the subparsers object and adds its parser,
 # setting ``func`` (called with the parsed args, returning an exit code).
@@ -224,6 +224,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_play(args: argparse.Namespace) -> int:
     import gem
     from gem.agents import check_agent, make_agent, run_episode
+    from gem.agents.simple import format_error_check
 
     env = gem.make(args.env_id, **_parse_kwargs(args.kwarg))
     try:
@@ -252,7 +253,8 @@ def cmd_play(args: argparse.Namespace) -> int:
         write(f"[reward {turn['reward']:+.3g}, total {total:+.3g}]\n")
 
     agent = make_agent(
-        "human", env, read=read, show=lambda text: write(f"\n{text}\n"), tell=lambda note: write(f"{note}\n")
+        "human", env, read=read, show=lambda text: write(f"\n{text}\n"), tell=lambda note: write(f"{note}\n"),
+        check=format_error_check(env),  # a bare non-move is refused (the player types again), not sent
     )
     try:
         episode = run_episode(env, agent, seed=args.seed, record=True, on_turn=on_turn)
@@ -278,10 +280,52 @@ class _SubcommandParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
+def did_you_mean(unknown: Sequence[str], parser: argparse.ArgumentParser) -> str:
+    """`` (did you mean --episodes?)`` for the first unknown ``--option`` close to one of ``parser``'s
+    options, else ``""``."""
+    import difflib
+
+    options = [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
+    for word in unknown:
+        if not word.startswith("-"):
+            continue
+        close = difflib.get_close_matches(word.split("=", 1)[0], options, n=1, cutoff=0.6)
+        if close:
+            return f" (did you mean {close[0]}?)"
+    return ""
+
+
+class _GemParser(argparse.ArgumentParser):
+    """The top-level parser. An unknown option is reported by the subcommand's parser (its usage, not
+    the top level's), with the closest option it has; an unknown subcommand with the closest one."""
+
+    subcommands: Optional[argparse._SubParsersAction] = None
+
+    def parse_args(self, args: Optional[Sequence[str]] = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+        parsed, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            command = getattr(parsed, "command", None)
+            target = self.subcommands.choices.get(command, self) if self.subcommands and command else self
+            target.error(f"unrecognized arguments: {' '.join(unknown)}{did_you_mean(unknown, target)}")
+        return parsed
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        if self.subcommands is not None and message.startswith("argument command: invalid choice"):
+            import difflib
+            import re
+
+            typed = re.search(r"invalid choice: '([^']*)'", message)
+            close = difflib.get_close_matches(typed.group(1), list(self.subcommands.choices), n=1) if typed else []
+            if close:
+                message += f" (did you mean {close[0]}?)"
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gem", description="GEM: a gym for agentic LLMs.")
+    parser = _GemParser(prog="gem", description="GEM: a gym for agentic LLMs.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_SubcommandParser)
+    parser.subcommands = sub
 
     p = sub.add_parser("list", help="list env ids")
     p.add_argument("family", nargs="?", help="only this family (game, math, code, qa, ...)")
@@ -293,8 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
         "play",
         help="play an env yourself in the terminal",
         description="Play an env in the terminal. A move typed without the action format the env asks "
-        "for (5 where it wants \\boxed{5}, ls where it wants <bash>ls</bash>) is put in it. Type :help "
-        "for help and :quit to stop; neither is sent to the env.",
+        "for (5 where it wants \\boxed{5}, ls where it wants <bash>ls</bash>) is put in it; one that would "
+        "then be a format error (hello where a number is asked for) is not sent, and you type again. "
+        "Type :help for help and :quit to stop; neither is sent to the env.",
     )
     p.add_argument("env_id")
     p.add_argument("--seed", type=int, default=None, help="the episode's seed (None: a fresh one)")
