@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import json
 import os
 import re
 from typing import TYPE_CHECKING, Any, Optional
@@ -46,6 +45,8 @@ def installed() -> bool:
 @functools.lru_cache(maxsize=1)
 def cached_tasks() -> dict[str, str]:
     """``{task name: description}`` as shipped in :data:`TASKS_FILE`."""
+    import json  # here: `import gem` never reads the list, `gem list` and `gem.make("rg:...")` do
+
     with open(_TASKS_PATH, encoding="utf-8") as fh:
         return dict(json.load(fh)["tasks"])
 
@@ -143,6 +144,8 @@ def write_tasks_file(path: Optional["Path"] = None) -> dict[str, str]:
     path = Path(_TASKS_PATH) if path is None else Path(path)
     tasks = tasks_from_reasoning_gym()
     payload = {"reasoning_gym_version": version("reasoning_gym"), "tasks": tasks}
+    import json
+
     path.write_text(json.dumps(payload, indent=1, sort_keys=False) + "\n", encoding="utf-8")
     cached_tasks.cache_clear()
     return tasks
