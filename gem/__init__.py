@@ -79,12 +79,36 @@ def _quiet_gem_logs() -> None:
         logger.addHandler(logging.NullHandler())
 
 
+class _CallAfterExec:
+    """A module's own loader, and a callback to run once the module's code has run. It stands in for
+    the loader during that one import only: the module's ``__loader__`` and spec get the real one back."""
+
+    def __init__(self, loader, after) -> None:  # type: ignore[no-untyped-def]
+        self.loader = loader
+        self.after = after
+
+    def create_module(self, spec):  # type: ignore[no-untyped-def]
+        create = getattr(self.loader, "create_module", None)
+        return create(spec) if create is not None else None
+
+    def exec_module(self, module) -> None:  # type: ignore[no-untyped-def]
+        self.loader.exec_module(module)
+        module.__loader__ = self.loader
+        if getattr(module.__spec__, "loader", None) is self:
+            module.__spec__.loader = self.loader
+        self.after()
+
+    def __getattr__(self, name: str):  # get_resource_reader, is_package, get_source...
+        return getattr(self.loader, name)
+
+
 class _PostImportHooks:
     """A ``sys.meta_path`` finder that runs a callback once a module has been imported, then forgets it.
 
-    It finds nothing itself: it asks the finders after it for the module's spec and wraps that spec's
-    loader so that the callback runs right after the module's code (so ``import gem`` need not import
-    Gymnasium, nor logging, to act when they arrive). It removes itself once every callback has run.
+    It finds nothing itself: it asks the finders after it for the module's spec and hands that spec
+    back with its loader wrapped (:class:`_CallAfterExec`), so that the callback runs right after the
+    module's code (so ``import gem`` need not import Gymnasium, nor logging, to act when they arrive).
+    It removes itself once every callback has run.
     """
 
     def __init__(self, callbacks: dict) -> None:
@@ -103,17 +127,14 @@ class _PostImportHooks:
                 break
         else:
             return None  # not installed: the import fails as usual, and the hook keeps waiting
-        loader = found.loader
-        exec_module = getattr(loader, "exec_module", None)
-        if exec_module is None:
+        if getattr(found.loader, "exec_module", None) is None:
             return None
 
-        def exec_then_call(module):  # type: ignore[no-untyped-def]
-            exec_module(module)
+        def after() -> None:
             self.forget(name)
             callback()
 
-        loader.exec_module = exec_then_call  # this spec's own loader object (one per find)
+        found.loader = _CallAfterExec(found.loader, after)
         return found
 
     def forget(self, name: str) -> None:
@@ -132,7 +153,7 @@ def _install_post_import_hooks() -> None:
     hooks = (("logging", _quiet_gem_logs), ("gymnasium", _register_with_gymnasium))
     # (a module still running its code, as Gymnasium 0.x is when its entry point imports GEM, is left to it)
     waiting = {name: callback for name, callback in hooks if name not in sys.modules}
-    if waiting and not any(isinstance(f, _PostImportHooks) for f in sys.meta_path):
+    if waiting and not any(type(f).__name__ == "_PostImportHooks" for f in sys.meta_path):
         sys.meta_path.insert(0, _PostImportHooks(waiting))  # first: the callbacks below may import them
     for name, callback in hooks:
         if _imported(name):

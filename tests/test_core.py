@@ -274,3 +274,20 @@ def test_terminal_env_imports_from_its_package():
 
     with pytest.raises(AttributeError, match="NoSuchThing"):
         package.NoSuchThing  # noqa: B018
+
+
+def test_a_gymnasium_gem_cannot_use_still_imports(tmp_path):
+    # A stand-in "gymnasium" without the API the bridge needs: importing it works, and GEM says why it
+    # could not register (to the application's logging), instead of breaking `import gymnasium`.
+    (tmp_path / "gymnasium").mkdir()
+    (tmp_path / "gymnasium" / "__init__.py").write_text("VERSION = 'stand-in'\n")
+    out = _fresh(
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import logging; logging.basicConfig()\n"
+        "import gem\n"
+        "import gymnasium\n"
+        "print(gymnasium.VERSION, type(gymnasium.__loader__).__name__)"
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["stand-in", "SourceFileLoader"]  # the module keeps its own loader
+    assert "GEM could not register its ids with Gymnasium" in out.stderr
