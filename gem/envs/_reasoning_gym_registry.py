@@ -11,7 +11,6 @@ making one raises the missing-extra error.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import re
 from typing import TYPE_CHECKING, Any, Optional
@@ -39,6 +38,8 @@ def __getattr__(name: str) -> Any:  # TASKS_FILE, a Path; pathlib loads only whe
 
 def installed() -> bool:
     """Whether reasoning-gym can be imported (checked without importing it)."""
+    import importlib.util
+
     return importlib.util.find_spec("reasoning_gym") is not None
 
 
