@@ -104,7 +104,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def markdown_env_table(family: Optional[str] = None) -> str:
-    """The env ids as a Markdown table (the README's table is this output)."""
+    """The env ids as a Markdown table (docs/envs.md's table is this output)."""
     import gem
     from gem.envs.registration import registry
 
