@@ -22,7 +22,7 @@ from typing import IO, Any, Callable, Iterable, Optional, Union
 
 from gem.compat.kwargs import ORIGINAL_ENV_KWARGS, ORIGINAL_KWARG_NAMES, note_ignored_kwargs  # noqa: F401
 from gem.core import REWARD_LEVELS, Env
-from gem.errors import DependencyNotInstalled, UnknownEnvError, missing_extra
+from gem.errors import DependencyNotInstalled, UnknownEnvError, install_hint, missing_extra
 
 # difflib, inspect, logging and gem.params load when a message or a signature needs them, so that
 # `import gem` and `gem list` stay light.
@@ -446,8 +446,6 @@ def print_envs(family: Optional[str] = None, file: Optional[IO[str]] = None) -> 
     An id whose extra is not installed is marked with it (a family that needs one extra as a whole
     says so once), with the command that installs it.
     """
-    from gem.errors import install_hint
-
     out = file if file is not None else sys.stdout
     ids = list_envs(family)
     groups: dict[str, list[str]] = {}
