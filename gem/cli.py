@@ -321,7 +321,22 @@ class _GemParser(argparse.ArgumentParser):
         super().error(message)
 
 
-def build_parser() -> argparse.ArgumentParser:
+BUILT_IN = ("list", "play", "run")
+
+
+def command_in(argv: Sequence[str]) -> Optional[str]:
+    """The subcommand ``argv`` names (its first word that is not ``-v``), if gem has one by that name."""
+    for word in argv:
+        if word in ("-v", "--verbose"):
+            continue
+        return word if word in BUILT_IN or word in SUBCOMMANDS else None
+    return None
+
+
+def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
+    """The ``gem`` parser. With ``command`` (the subcommand about to run), the other subcommands are
+    named but not built, so that ``gem list`` imports neither the agents nor the other features'
+    modules; without it (help, a misspelt subcommand), every one is built."""
     parser = _GemParser(prog="gem", description="GEM: a gym for agentic LLMs.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_SubcommandParser)
@@ -346,6 +361,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kwarg", action="append", default=[], metavar="KEY=VALUE", help="env argument")
     p.set_defaults(func=cmd_play)
 
+    if command not in (None, "run"):
+        sub.add_parser("run", add_help=False)
+    else:
+        _add_run_parser(sub)
+    for name, target in SUBCOMMANDS.items():
+        if command not in (None, name):
+            sub.add_parser(name, add_help=False)  # named (the parser knows it), built when it runs
+            continue
+        module_name, _, func = target.partition(":")
+        getattr(importlib.import_module(module_name), func)(sub)
+    for subparser in sub.choices.values():  # -v also after the subcommand
+        try:
+            subparser.add_argument(
+                "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log at INFO level"
+            )
+        except argparse.ArgumentError:  # the subcommand has its own -v
+            pass
+    return parser
+
+
+def _add_run_parser(sub: Any) -> None:
     p = sub.add_parser("run", help="play episodes with an agent and summarize")
     p.add_argument("env_id")
     p.add_argument("--agent", choices=_agents(), default="random", help="who plays")
@@ -368,21 +404,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_run)
 
-    for name, target in SUBCOMMANDS.items():
-        module_name, _, func = target.partition(":")
-        getattr(importlib.import_module(module_name), func)(sub)
-    for subparser in sub.choices.values():  # -v also after the subcommand
-        try:
-            subparser.add_argument(
-                "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log at INFO level"
-            )
-        except argparse.ArgumentError:  # the subcommand has its own -v
-            pass
-    return parser
-
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(command_in(argv)).parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -271,3 +271,32 @@ def test_human_agent_asks_again_only_when_the_check_objects():
     # an env whose format error pays what a step pays cannot tell one from the other: no check
     env.set_reward_levels(format_error_reward=0.0)
     assert format_error_check(env) is None
+
+
+def test_gem_list_builds_only_what_it_runs():
+    # `gem list` names every subcommand but builds none of the others: no agents, no numpy, no asyncio
+    code = (
+        "import sys, gem.cli\n"
+        "code = gem.cli.main(['list', 'game'])\n"
+        "heavy = ('numpy', 'asyncio', 'gem.agents', 'gem.rl', 'gem.server', 'gem.eval', 'gem.checks')\n"
+        "print(code, [m for m in heavy if m in sys.modules], file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "0 []"
+    assert "game:GuessTheNumber-v0" in proc.stdout
+
+
+def test_every_subcommand_still_parses_and_shows_in_help(capsys):
+    from gem.cli import SUBCOMMANDS, build_parser, command_in
+
+    assert command_in(["-v", "list", "game"]) == "list" and command_in(["serve"]) == "serve"
+    assert command_in(["rn"]) is None and command_in(["--help"]) is None and command_in([]) is None
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert all(name in out for name in ("list", "play", "run", *SUBCOMMANDS))
+    for name in SUBCOMMANDS:  # built alone, each subcommand has its own options
+        with pytest.raises(SystemExit) as exc:
+            build_parser(name).parse_args([name, "--help"])
+        assert exc.value.code == 0 and f"usage: gem {name}" in capsys.readouterr().out
