@@ -31,8 +31,8 @@ _LAZY = {
     "MultiAgentEnv": ("gem.envs.multiagent.base", "MultiAgentEnv"),
     "validate": ("gem.checks", "validate"),
 }
-# Submodules that `import gem` used to import; `gem.vector` and the rest still work as attributes.
-_LAZY_SUBMODULES = ("vector", "params", "compat", "utils", "errors", "version", "core", "envs")
+# Submodules that `import gem` used to import and no longer does: `gem.vector` still works after `import gem`.
+_LAZY_SUBMODULES = ("vector", "params")
 
 
 def __getattr__(name: str):
