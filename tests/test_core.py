@@ -208,10 +208,11 @@ def _fresh(code: str) -> subprocess.CompletedProcess:
                           timeout=120, cwd=ROOT)
 
 
-# Modules `import gem` must not load: an extra's library, the vector backends, the multi-agent base
-# (each loads on first use), and stdlib modules the registry needs only for a message or a warning.
+# Modules `import gem` must not load: an extra's library, numpy, the vector backends, the multi-agent
+# base (each loads on first use), logging (needed for a warning only) and hashlib (a fresh seed needs
+# the OS's entropy, not secrets' hmac).
 NOT_AT_IMPORT = ("gymnasium", "reasoning_gym", "numpy", "torch", "gem.vector", "gem.envs.multiagent",
-                 "gem.params", "logging", "hashlib", "secrets", "threading", "pathlib")
+                 "gem.params", "logging", "hashlib", "secrets")
 
 
 def test_import_gem_stays_light():
