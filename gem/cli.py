@@ -15,7 +15,7 @@ import json
 import logging
 import os
 import sys
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, NoReturn, Optional, Sequence
 
 # name -> "module:function"; the function receives the subparsers object and adds its parser,
 # setting ``func`` (called with the parsed args, returning an exit code).
@@ -104,7 +104,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def markdown_env_table(family: Optional[str] = None) -> str:
-    """The env ids as a Markdown table (the README's table is this output)."""
+    """The env ids as a Markdown table (docs/envs.md's table is this output)."""
     import gem
     from gem.envs.registration import registry
 
@@ -224,6 +224,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_play(args: argparse.Namespace) -> int:
     import gem
     from gem.agents import check_agent, make_agent, run_episode
+    from gem.agents.simple import format_error_check
 
     env = gem.make(args.env_id, **_parse_kwargs(args.kwarg))
     try:
@@ -252,7 +253,8 @@ def cmd_play(args: argparse.Namespace) -> int:
         write(f"[reward {turn['reward']:+.3g}, total {total:+.3g}]\n")
 
     agent = make_agent(
-        "human", env, read=read, show=lambda text: write(f"\n{text}\n"), tell=lambda note: write(f"{note}\n")
+        "human", env, read=read, show=lambda text: write(f"\n{text}\n"), tell=lambda note: write(f"{note}\n"),
+        check=format_error_check(env),  # a bare non-move is refused (the player types again), not sent
     )
     try:
         episode = run_episode(env, agent, seed=args.seed, record=True, on_turn=on_turn)
@@ -278,10 +280,67 @@ class _SubcommandParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gem", description="GEM: a gym for agentic LLMs.")
+def did_you_mean(unknown: Sequence[str], parser: argparse.ArgumentParser) -> str:
+    """`` (did you mean --episodes?)`` for the first unknown ``--option`` close to one of ``parser``'s
+    options, else ``""``."""
+    import difflib
+
+    options = [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
+    for word in unknown:
+        if not word.startswith("-"):
+            continue
+        close = difflib.get_close_matches(word.split("=", 1)[0], options, n=1, cutoff=0.6)
+        if close:
+            return f" (did you mean {close[0]}?)"
+    return ""
+
+
+class _GemParser(argparse.ArgumentParser):
+    """The top-level parser. An unknown option is reported by the subcommand's parser (its usage, not
+    the top level's), with the closest option it has; an unknown subcommand with the closest one."""
+
+    subcommands: Optional[argparse._SubParsersAction] = None
+
+    def parse_args(self, args: Optional[Sequence[str]] = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+        parsed, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            command = getattr(parsed, "command", None)
+            target = self.subcommands.choices.get(command, self) if self.subcommands and command else self
+            target.error(f"unrecognized arguments: {' '.join(unknown)}{did_you_mean(unknown, target)}")
+        return parsed
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        if self.subcommands is not None and message.startswith("argument command: invalid choice"):
+            import difflib
+            import re
+
+            typed = re.search(r"invalid choice: '([^']*)'", message)
+            close = difflib.get_close_matches(typed.group(1), list(self.subcommands.choices), n=1) if typed else []
+            if close:
+                message += f" (did you mean {close[0]}?)"
+        super().error(message)
+
+
+BUILT_IN = ("list", "play", "run")
+
+
+def command_in(argv: Sequence[str]) -> Optional[str]:
+    """The subcommand ``argv`` names (its first word that is not ``-v``), if gem has one by that name."""
+    for word in argv:
+        if word in ("-v", "--verbose"):
+            continue
+        return word if word in BUILT_IN or word in SUBCOMMANDS else None
+    return None
+
+
+def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
+    """The ``gem`` parser. With ``command`` (the subcommand about to run), the other subcommands are
+    named but not built, so that ``gem list`` imports neither the agents nor the other features'
+    modules; without it (help, a misspelt subcommand), every one is built."""
+    parser = _GemParser(prog="gem", description="GEM: a gym for agentic LLMs.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_SubcommandParser)
+    parser.subcommands = sub
 
     p = sub.add_parser("list", help="list env ids")
     p.add_argument("family", nargs="?", help="only this family (game, math, code, qa, ...)")
@@ -293,14 +352,36 @@ def build_parser() -> argparse.ArgumentParser:
         "play",
         help="play an env yourself in the terminal",
         description="Play an env in the terminal. A move typed without the action format the env asks "
-        "for (5 where it wants \\boxed{5}, ls where it wants <bash>ls</bash>) is put in it. Type :help "
-        "for help and :quit to stop; neither is sent to the env.",
+        "for (5 where it wants \\boxed{5}, ls where it wants <bash>ls</bash>) is put in it; one that would "
+        "then be a format error (hello where a number is asked for) is not sent, and you type again. "
+        "Type :help for help and :quit to stop; neither is sent to the env.",
     )
     p.add_argument("env_id")
     p.add_argument("--seed", type=int, default=None, help="the episode's seed (None: a fresh one)")
     p.add_argument("--kwarg", action="append", default=[], metavar="KEY=VALUE", help="env argument")
     p.set_defaults(func=cmd_play)
 
+    if command not in (None, "run"):
+        sub.add_parser("run", add_help=False)
+    else:
+        _add_run_parser(sub)
+    for name, target in SUBCOMMANDS.items():
+        if command not in (None, name):
+            sub.add_parser(name, add_help=False)  # named (the parser knows it), built when it runs
+            continue
+        module_name, _, func = target.partition(":")
+        getattr(importlib.import_module(module_name), func)(sub)
+    for subparser in sub.choices.values():  # -v also after the subcommand
+        try:
+            subparser.add_argument(
+                "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log at INFO level"
+            )
+        except argparse.ArgumentError:  # the subcommand has its own -v
+            pass
+    return parser
+
+
+def _add_run_parser(sub: Any) -> None:
     p = sub.add_parser("run", help="play episodes with an agent and summarize")
     p.add_argument("env_id")
     p.add_argument("--agent", choices=_agents(), default="random", help="who plays")
@@ -323,21 +404,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_run)
 
-    for name, target in SUBCOMMANDS.items():
-        module_name, _, func = target.partition(":")
-        getattr(importlib.import_module(module_name), func)(sub)
-    for subparser in sub.choices.values():  # -v also after the subcommand
-        try:
-            subparser.add_argument(
-                "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log at INFO level"
-            )
-        except argparse.ArgumentError:  # the subcommand has its own -v
-            pass
-    return parser
-
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(command_in(argv)).parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

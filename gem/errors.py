@@ -6,12 +6,10 @@ wrong and how to fix it.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import MutableMapping
 from typing import Any, Optional
 
-logger = logging.getLogger(__name__)
 
 
 class GemError(Exception):
@@ -99,7 +97,9 @@ def report_infra_failure(
         raise InfrastructureError(f"{component} failed: {record['type']}: {record['message']}") from (
             error if isinstance(error, BaseException) else None
         )
-    logger.warning("infrastructure failure in %s: %s: %s", component, record["type"], record["message"])
+    import logging  # here, not at import: `import gem` stays light
+
+    logging.getLogger(__name__).warning("infrastructure failure in %s: %s: %s", component, record["type"], record["message"])
     info["infra_error"] = record
     return record
 

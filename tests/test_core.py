@@ -194,3 +194,101 @@ def test_deepcopy_of_wrapper_is_independent():
     twin = copy.deepcopy(wrapped)
     twin.step("\\boxed{+}")
     assert twin.unwrapped.count == 1 and wrapped.unwrapped.count == 0
+
+
+# ------------------------------------------------------------------- what `import gem` loads
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _fresh(code: str) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh, isolated interpreter (-I: no PYTHONPATH, no user site) that imports
+    this checkout's gem."""
+    prelude = f"import sys; sys.path.insert(0, {ROOT!r})\n"
+    return subprocess.run([sys.executable, "-I", "-c", prelude + code], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+
+
+# Modules `import gem` must not load: an extra's library, numpy, the vector backends, the multi-agent
+# base (each loads on first use), logging (needed for a warning only) and hashlib (a fresh seed needs
+# the OS's entropy, not secrets' hmac).
+NOT_AT_IMPORT = ("gymnasium", "reasoning_gym", "numpy", "torch", "gem.vector", "gem.envs.multiagent",
+                 "gem.params", "logging", "hashlib", "secrets")
+
+
+def test_import_gem_stays_light():
+    out = _fresh(f"import gem\nprint([m for m in {NOT_AT_IMPORT!r} if m in sys.modules])")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_what_import_gem_no_longer_loads_still_works_on_first_use():
+    out = _fresh(
+        "import gem, logging\n"
+        "from gem import make_vec, MultiAgentEnv\n"
+        "assert gem.vector.make_vec is make_vec and gem.params.Param and gem.MultiAgentEnv is MultiAgentEnv\n"
+        "assert callable(gem.validate)\n"
+        "assert any(isinstance(h, logging.NullHandler) for h in logging.getLogger('gem').handlers)\n"
+        "print('ok')"
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+@pytest.mark.parametrize("order", ["import gem; import gymnasium", "import gymnasium; import gem"])
+def test_gymnasium_make_finds_gem_ids_in_either_import_order(order):
+    pytest.importorskip("gymnasium", reason="needs the gymnasium extra (pip install -e '.[gymnasium]')")
+    out = _fresh(
+        f"{order}\n"
+        "env = gymnasium.make('gem/game.GuessTheNumber-v0-easy')\n"
+        "obs, info = env.reset(seed=0)\n"
+        "assert obs == gem.make('game:GuessTheNumber-v0-easy').reset(seed=0)[0]\n"
+        "print(type(env.unwrapped).__name__, sum(k.startswith('gem/') for k in gymnasium.registry) == len(gem.list_envs()))"
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["GemGymnasiumEnv", "True"]
+
+
+def test_import_gem_registers_with_gymnasium_only_once_it_is_imported():
+    pytest.importorskip("gymnasium", reason="needs the gymnasium extra (pip install -e '.[gymnasium]')")
+    out = _fresh(
+        "import gem\n"
+        "assert 'gymnasium' not in sys.modules and 'gem.interop.gymnasium' not in sys.modules\n"
+        "import gymnasium\n"
+        "print('gem/game.Wordle-v0-easy' in gymnasium.registry,"
+        "      any(type(f).__name__ == '_PostImportHooks' for f in sys.meta_path))"
+    )
+    assert out.returncode == 0, out.stderr
+    # registered, and the one-shot import hook is gone (logging and gymnasium have both arrived)
+    assert out.stdout.split() == ["True", "False"]
+
+
+def test_terminal_env_imports_from_its_package():
+    out = _fresh(
+        "import gem\n"
+        "assert 'gem.envs.terminal.env' not in sys.modules  # `import gem` lists the tasks only\n"
+        "from gem.envs.terminal import TerminalEnv, TerminalTask\n"
+        "from gem.envs.terminal.env import TerminalEnv as Same\n"
+        "assert TerminalEnv is Same and TerminalTask.__module__ == 'gem.envs.terminal.task'\n"
+        "print('ok')"
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    import gem.envs.terminal as package
+
+    with pytest.raises(AttributeError, match="NoSuchThing"):
+        package.NoSuchThing  # noqa: B018
+
+
+def test_a_gymnasium_gem_cannot_use_still_imports(tmp_path):
+    # A stand-in "gymnasium" without the API the bridge needs: importing it works, and GEM says why it
+    # could not register (to the application's logging), instead of breaking `import gymnasium`.
+    (tmp_path / "gymnasium").mkdir()
+    (tmp_path / "gymnasium" / "__init__.py").write_text("VERSION = 'stand-in'\n")
+    out = _fresh(
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import logging; logging.basicConfig()\n"
+        "import gem\n"
+        "import gymnasium\n"
+        "print(gymnasium.VERSION, type(gymnasium.__loader__).__name__)"
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["stand-in", "SourceFileLoader"]  # the module keeps its own loader
+    assert "GEM could not register its ids with Gymnasium" in out.stderr

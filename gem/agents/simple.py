@@ -86,6 +86,41 @@ def help_text(fmt: Optional[tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
+# Formats whose bare lines are answers, not commands: wrapping a non-answer in them makes a format error.
+ANSWER_FORMATS = (("\\boxed{", "}"), ("<answer>", "</answer>"))
+
+
+def format_error_check(env: "Env") -> Optional[Callable[[str], Optional[str]]]:
+    """A check for :class:`HumanAgent`: steps a copy of ``env`` (``spawn(same_state=True)``) with a move
+    and returns what the env would answer if the move is a format error (the reward
+    ``format_error_reward``), else ``None``; the env itself is not stepped.
+
+    ``None`` (no check) where a format error cannot be told from another outcome by its reward (the
+    env pays the same for it as for a step, a loss or an invalid move).
+    """
+    inner = getattr(env, "unwrapped", env)
+    try:
+        penalty = float(inner.format_error_reward)
+        others = {float(getattr(inner, k)) for k in ("internal_step_reward", "invalid_action_reward", "fail_reward")}
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if penalty in others:
+        return None
+
+    def check(move: str) -> Optional[str]:
+        try:
+            probe = env.spawn(same_state=True)
+        except Exception:  # an env that cannot be copied: the move goes to the env as typed
+            return None
+        try:
+            observation, reward, _, _, _ = probe.step(move)
+        except Exception:
+            return None
+        return str(observation) if float(reward) == penalty else None
+
+    return check
+
+
 class HumanAgent(Agent):
     """A person at the terminal: shows each observation and reads the action from ``read``.
 
@@ -94,6 +129,11 @@ class HumanAgent(Agent):
     (if given) says what was taken. ``:help`` shows how to play and ``:quit`` ends the episode
     (:class:`~gem.rollout.StopEpisode`); neither is sent to the env, nor is a bare ``help`` or
     ``quit`` (the person is told how to send it as a move).
+
+    ``check(move)`` (``gem play`` passes :func:`format_error_check`) is asked about a move that was
+    put in an answer format (``\\boxed{}``, ``<answer>``): if it returns a message, the move is a
+    format error and is not sent; the person is told why and types again. A move typed in the format
+    already is sent as it is.
     """
 
     def __init__(
@@ -101,10 +141,12 @@ class HumanAgent(Agent):
         read: Callable[[str], str] = input,
         show: Optional[Callable[[str], None]] = None,
         tell: Optional[Callable[[str], None]] = None,
+        check: Optional[Callable[[str], Optional[str]]] = None,
     ) -> None:
         self.read = read
         self.show = show
         self.tell = tell
+        self.check = check
         self.format: Optional[tuple[str, str]] = None
 
     def reset(self, observation: str, info: Optional[dict[str, Any]] = None) -> None:
@@ -135,8 +177,17 @@ class HumanAgent(Agent):
                 self._say(f"(not sent: type {HELP_COMMAND} for help, {QUIT_COMMAND} to stop, or {as_move} "
                           "to send it as a move)")
                 continue
+            move = complete_move(line, self.format)
+            if move != line and self.check is not None and self.format in ANSWER_FORMATS:
+                problem = self.check(move)
+                if problem is not None:
+                    self._say(
+                        f"(not sent: {line.strip()!r} is not a move here. As {move} it would be a format "
+                        f"error, and the env would answer:\n  {problem.strip()}\nType another move, "
+                        f"{HELP_COMMAND} for help or {QUIT_COMMAND} to stop.)"
+                    )
+                    continue
             break
-        move = complete_move(line, self.format)
         if move != line:
             self._say(f"(taken as {move})")
         return move

@@ -5,10 +5,8 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Iterable
 
-logger = logging.getLogger("gem.envs.registration")  # where gem.make's messages have always come from
 
 # Constructor kwargs of the original GEM's envs (gem-llm 0.1.0 and its main branch), by class.
 # Those classes also took any other kwarg and ignored it (``**_``), and code written for them relies
@@ -50,7 +48,10 @@ def note_ignored_kwargs(env_id: str, factory: Any, names: Iterable[str]) -> None
         key = (factory, name)
         if key not in _ignored_logged:
             _ignored_logged.add(key)
-            logger.warning(
+            import logging  # here, not at import: `import gem` stays light
+
+            # gem.envs.registration: where gem.make's messages have always come from
+            logging.getLogger("gem.envs.registration").warning(
                 "%s ignores %s=...: the original GEM accepted it (for other envs, or without using it); "
                 "it has no effect here.", env_id, name,
             )

@@ -11,11 +11,12 @@ making one raises the missing-extra error.
 from __future__ import annotations
 
 import functools
-import importlib.util
-import json
+import os
 import re
-from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 from gem.envs.registration import EnvSpec
 from gem.errors import install_hint
@@ -24,18 +25,31 @@ PREFIX = "rg:"
 ENTRY_POINT = "gem.envs.reasoning_gym:ReasoningGymEnv"
 DEFAULT_KWARGS = {"size": 500, "seed": 42}
 EXTRA = "rg"
-TASKS_FILE = Path(__file__).with_name("reasoning_gym_tasks.json")
+_TASKS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reasoning_gym_tasks.json")
+
+
+def __getattr__(name: str) -> Any:  # TASKS_FILE, a Path; pathlib loads only when it is asked for
+    if name == "TASKS_FILE":
+        from pathlib import Path
+
+        return Path(_TASKS_PATH)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def installed() -> bool:
     """Whether reasoning-gym can be imported (checked without importing it)."""
+    import importlib.util
+
     return importlib.util.find_spec("reasoning_gym") is not None
 
 
 @functools.lru_cache(maxsize=1)
 def cached_tasks() -> dict[str, str]:
     """``{task name: description}`` as shipped in :data:`TASKS_FILE`."""
-    return dict(json.loads(TASKS_FILE.read_text(encoding="utf-8"))["tasks"])
+    import json  # here: `import gem` never reads the list, `gem list` and `gem.make("rg:...")` do
+
+    with open(_TASKS_PATH, encoding="utf-8") as fh:
+        return dict(json.load(fh)["tasks"])
 
 
 @functools.lru_cache(maxsize=1)
@@ -122,12 +136,17 @@ def missing_note() -> Optional[str]:
     return None if installed() else f"needs the {EXTRA!r} extra: {install_hint(EXTRA)}"
 
 
-def write_tasks_file(path: Path = TASKS_FILE) -> dict[str, str]:
+def write_tasks_file(path: Optional["Path"] = None) -> dict[str, str]:
     """Rebuild :data:`TASKS_FILE` from the installed reasoning-gym; returns the tasks written."""
     from importlib.metadata import version
 
+    from pathlib import Path
+
+    path = Path(_TASKS_PATH) if path is None else Path(path)
     tasks = tasks_from_reasoning_gym()
     payload = {"reasoning_gym_version": version("reasoning_gym"), "tasks": tasks}
+    import json
+
     path.write_text(json.dumps(payload, indent=1, sort_keys=False) + "\n", encoding="utf-8")
     cached_tasks.cache_clear()
     return tasks
@@ -135,4 +154,4 @@ def write_tasks_file(path: Path = TASKS_FILE) -> dict[str, str]:
 
 if __name__ == "__main__":
     written = write_tasks_file()
-    print(f"{len(written)} reasoning-gym tasks written to {TASKS_FILE}")
+    print(f"{len(written)} reasoning-gym tasks written to {_TASKS_PATH}")

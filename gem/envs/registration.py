@@ -14,21 +14,18 @@ resolved on first use.
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import importlib
 import functools
-import inspect
-import logging
+import importlib
 import sys
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Iterable, Optional, Union
 
 from gem.compat.kwargs import ORIGINAL_ENV_KWARGS, ORIGINAL_KWARG_NAMES, note_ignored_kwargs  # noqa: F401
 from gem.core import REWARD_LEVELS, Env
-from gem.errors import DependencyNotInstalled, UnknownEnvError, missing_extra
-from gem.params import declared_params
+from gem.errors import DependencyNotInstalled, UnknownEnvError, install_hint, missing_extra
 
-logger = logging.getLogger(__name__)
+# difflib, inspect, logging and gem.params load when a message or a signature needs them, so that
+# `import gem` and `gem list` stay light.
 
 EntryPoint = Union[str, Callable[..., Env]]
 
@@ -237,7 +234,9 @@ def load_plugins() -> None:
             if callable(loaded):
                 loaded()
         except Exception:  # a broken plugin must not break gem
-            logger.exception("Could not load the gem.envs plugin %r", ep.name)
+            import logging
+
+            logging.getLogger(__name__).exception("Could not load the gem.envs plugin %r", ep.name)
 
 
 def spec(env_id: str) -> EnvSpec:
@@ -255,6 +254,8 @@ def spec(env_id: str) -> EnvSpec:
 
 
 def _unknown_message(env_id: object) -> str:
+    import difflib
+
     ids = list(dict.keys(registry))
     close = difflib.get_close_matches(str(env_id), ids, n=5, cutoff=0.6)
     msg = f"Unknown env id {env_id!r}."
@@ -328,6 +329,8 @@ def _make_from_spec(env_spec: EnvSpec, kwargs: dict[str, Any]) -> Env:
 @functools.lru_cache(maxsize=None)
 def _accepted_kwargs(factory: Callable[..., Env]) -> Optional[tuple[str, ...]]:
     """The keyword arguments ``factory`` takes; ``None`` if it takes any (``**kwargs``) or cannot tell."""
+    import inspect
+
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):
@@ -351,6 +354,10 @@ def _check_kwargs(env_spec: EnvSpec, factory: Callable[..., Env], kwargs: dict[s
         return kwargs
     wrong = [k for k in unknown if k not in ORIGINAL_KWARG_NAMES]
     if wrong:
+        import difflib
+
+        from gem.params import declared_params
+
         declared = {p.name: p for p in declared_params(factory) or ()}
         hints, takes = [], []
         for name in wrong:
@@ -399,8 +406,46 @@ def __getattr__(name: str) -> Any:
 
 
 # ------------------------------------------------------------------------- print
+# The modules the envs of each extra import, to tell whether the extra is installed without importing
+# anything (importlib.util.find_spec). tests/test_cli.py checks that each one comes from its extra in
+# pyproject.toml. An extra not listed here (a plugin's own) is never marked.
+EXTRA_MODULES: dict[str, tuple[str, ...]] = {
+    "games": ("wordfreq", "english_words"),
+    "math": ("math_verify", "datasets"),
+    "qa": ("datasets",),
+    "code": ("datasets",),
+    "search": ("bm25s",),
+    "rg": ("reasoning_gym",),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def extra_installed(extra: str) -> Optional[bool]:
+    """Whether the modules of ``extra`` (:data:`EXTRA_MODULES`) can be imported; ``None`` if unknown."""
+    modules = EXTRA_MODULES.get(extra)
+    if modules is None:
+        return None
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in modules)
+
+
+def missing_extras(env_ids: Iterable[str]) -> dict[str, str]:
+    """``{id: extra}`` for each of ``env_ids`` whose spec names an extra that is not installed."""
+    missing = {}
+    for env_id in env_ids:
+        found = registry.get(env_id)
+        if found is not None and found.extra and extra_installed(found.extra) is False:
+            missing[env_id] = found.extra
+    return missing
+
+
 def print_envs(family: Optional[str] = None, file: Optional[IO[str]] = None) -> None:
-    """Print a table of the registered ids, grouped by family (only ``family`` if given)."""
+    """Print a table of the registered ids, grouped by family (only ``family`` if given).
+
+    An id whose extra is not installed is marked with it (a family that needs one extra as a whole
+    says so once), with the command that installs it.
+    """
     out = file if file is not None else sys.stdout
     ids = list_envs(family)
     groups: dict[str, list[str]] = {}
@@ -410,13 +455,24 @@ def print_envs(family: Optional[str] = None, file: Optional[IO[str]] = None) -> 
     for fam, members in groups.items():
         title = FAMILIES.get(fam, "")
         out.write(f"\n{fam} ({len(members)}{': ' + title if title else ''})\n")
+        notes = []
         note = _family_notes[fam]() if fam in _family_notes else None
         if note:
-            out.write(f"  ({note})\n")
+            notes.append(note)
+        missing = missing_extras(members)
+        extras = list(dict.fromkeys(missing.values()))
+        if len(missing) == len(members) and len(extras) == 1:  # the whole family: one line says it
+            notes.append(f"needs the {extras[0]!r} extra: {install_hint(extras[0])}")
+            missing = {}
+        else:
+            notes.extend(f"[needs {e}]: the {e!r} extra is not installed: {install_hint(e)}" for e in extras)
+        for line in dict.fromkeys(notes):
+            out.write(f"  ({line})\n")
         for env_id in members:
             desc = registry[env_id].description if env_id in registry else ""
-            out.write(f"  {env_id:<{width}}{desc}\n")
-    out.write(f"\n{len(ids)} environments.\n")
+            mark = f"  [needs {missing[env_id]}]" if env_id in missing else ""
+            out.write(f"  {env_id:<{width}}{desc}{mark}\n")
+    out.write(f"\n{len(ids)} environment{'' if len(ids) == 1 else 's'}.\n")
 
 
 # ------------------------------------------------------------------------ interop

@@ -200,7 +200,9 @@ def register_envs() -> int:
     """Register every GEM id in Gymnasium's registry (``gem/<family>.<name>``); returns how many.
 
     The ``gymnasium.envs`` entry point of the package (Gymnasium 0.26-0.29 call it on import) and
-    importing this module both call it. Ids already registered are left as they are.
+    importing this module both call it; ``import gem`` imports this module once Gymnasium is imported
+    (at once if it already is; see ``gem/__init__.py``), without importing Gymnasium itself. Ids already
+    registered are left as they are.
     """
     from gem.envs.registration import list_envs
 

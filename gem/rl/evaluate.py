@@ -178,6 +178,27 @@ def plot_record(record: dict[str, Any], path: str | Path) -> Path:
     return path
 
 
+def command_differences(record: dict[str, Any]) -> str:
+    """Where a record differs from what its ``command`` reads as: a record renamed after the run (its
+    ``--name``), a run stopped by ``--max-minutes`` before ``--steps``. ``""`` when they agree."""
+    import shlex
+
+    try:
+        argv = shlex.split(str(record.get("command", "")))
+    except ValueError:
+        return ""
+    opts = {argv[i]: argv[i + 1] for i in range(len(argv) - 1) if argv[i].startswith("--")}
+    notes = []
+    name = record.get("name")
+    if name and opts.get("--name") not in (None, name):
+        notes.append(f"it ran as `--name {opts['--name']}` and the record was renamed `{name}` afterwards")
+    steps = opts.get("--steps")
+    if steps is not None and steps.isdigit() and int(steps) != record.get("steps"):
+        why = f" by `--max-minutes {opts['--max-minutes']}`" if "--max-minutes" in opts else ""
+        notes.append(f"its training was stopped{why} after {record.get('steps')} of the {steps} steps it asked for")
+    return "; ".join(notes)
+
+
 def render_markdown(records: Sequence[dict[str, Any]]) -> str:
     """The docs table of learning runs, exactly as recorded (rates to 3 decimals)."""
     lines = ["| record | env | algo | steps | training minutes (whole command) | held-out before | held-out after "
@@ -201,6 +222,9 @@ def render_markdown(records: Sequence[dict[str, Any]]) -> str:
     for r in records:
         name = r.get("name", "")
         text += f"\n`{name}`: `{r['command']}`\n"
+        differs = command_differences(r)
+        if differs:
+            text += f"\nThe command above is the one that produced this record; {differs}.\n"
         served = r.get("served")
         if served:
             key = metric(served["before"])

@@ -10,14 +10,16 @@ Python, NumPy and torch); GEM itself never calls it. ``np_random``, ``RNG`` and
 from __future__ import annotations
 
 import random
-import secrets
 import sys
 from typing import Any, Optional
 
 
+_system_random = random.SystemRandom()
+
+
 def fresh_seed() -> int:
     """A seed from the operating system's entropy, for envs reset without one."""
-    return secrets.randbits(63)
+    return _system_random.getrandbits(63)  # what secrets.randbits does, without importing hashlib
 
 
 def make_rng(seed: int) -> random.Random:

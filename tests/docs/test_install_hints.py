@@ -64,6 +64,22 @@ def test_error_messages_say_how_to_install_from_the_checkout() -> None:
     assert str(missing_extra("gem train", "rl", "torch")).endswith(install_hint("rl"))
 
 
-def test_the_readme_says_once_how_hints_install() -> None:
+def test_the_install_page_says_how_hints_install_and_the_readme_points_there() -> None:
+    install = (REPO / "docs" / "install.md").read_text()
+    assert install.count("gem-llm 0.1.0") >= 1 and 'pip install -e ".[EXTRA]"' in install
     readme = (REPO / "README.md").read_text()
-    assert readme.count("gem-llm 0.1.0") >= 1 and 'pip install -e ".[EXTRA]"' in readme
+    assert "gem-llm 0.1.0" in readme and "(docs/install.md)" in readme
+
+
+def test_the_word_games_hint_reads_as_a_sentence(monkeypatch) -> None:
+    import pytest
+
+    from gem.envs.game_env import words
+    from gem.errors import DependencyNotInstalled
+
+    monkeypatch.setitem(__import__("sys").modules, "wordfreq", None)  # the `games` extra is not installed
+    with pytest.raises(DependencyNotInstalled) as exc:
+        words._import_sources()
+    assert str(exc.value) == (
+        "Each word game needs wordfreq and english-words, from the 'games' extra: " + install_hint("games")
+    )

@@ -49,7 +49,7 @@ def _import_sources():  # type: ignore[no-untyped-def]
         import wordfreq
         from english_words import get_english_words_set
     except ImportError as exc:
-        raise missing_extra("The word games", "games", "wordfreq and english-words") from exc
+        raise missing_extra("Each word game", "games", "wordfreq and english-words") from exc
     return wordfreq, get_english_words_set
 
 
