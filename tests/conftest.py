@@ -95,6 +95,16 @@ def needs_extra(extra: str) -> None:
         pytest.skip(f"needs the {extra} extra ({install_hint(extra)})", allow_module_level=True)
 
 
+def needs_env(env_id: str) -> None:
+    """Skip the calling test with "needs the X extra" when ``env_id`` comes with an extra that is not
+    installed (its spec's ``extra``); an id that needs no extra always runs."""
+    import gem
+
+    extra = gem.spec(env_id).extra
+    if extra:
+        needs_extra(extra)
+
+
 # Modules whose package has another name (the rest: the module's name, "_" read as "-").
 _PACKAGE_OF_MODULE = {
     "llama_cpp": "llama-cpp-python", "faiss": "faiss-cpu", "yaml": "pyyaml", "openenv": "openenv-core",
