@@ -421,7 +421,9 @@ class MathGrader:
                 undecided.append(g)
         if not undecided or len(pred) > MAX_VERIFY_CHARS or not braces_balanced(pred) or is_huge_power(pred):
             return graded(False)
-        if not math_verify_installed() and all(parse_number(g) is not None for g in undecided):
+        if not math_verify_installed():
+            if any(parse_number(g) is None for g in undecided):
+                raise missing_extra("Math grading", "math", "math-verify")
             # no math-verify (the core install): a number is graded exactly, as a fraction
             return graded(any(number_verdict(pred, g) for g in undecided), details={"grader": "exact number"})
         undecided = [g for g in undecided if len(g) <= MAX_VERIFY_CHARS]
