@@ -93,3 +93,75 @@ def needs_extra(extra: str) -> None:
     """Skip the calling test with "needs the X extra", only when that extra is truly absent."""
     if not extra_installed(extra):
         pytest.skip(f"needs the {extra} extra ({install_hint(extra)})", allow_module_level=True)
+
+
+def needs_env(env_id: str) -> None:
+    """Skip the calling test with "needs the X extra" when ``env_id`` comes with an extra that is not
+    installed (its spec's ``extra``); an id that needs no extra always runs."""
+    import gem
+
+    extra = gem.spec(env_id).extra
+    if extra:
+        needs_extra(extra)
+
+
+# Modules whose package has another name (the rest: the module's name, "_" read as "-").
+_PACKAGE_OF_MODULE = {
+    "llama_cpp": "llama-cpp-python", "faiss": "faiss-cpu", "yaml": "pyyaml", "openenv": "openenv-core",
+    "PIL": "pillow", "sklearn": "scikit-learn",
+}
+_AGGREGATE_EXTRAS = ("all", "dev")
+
+
+@functools.lru_cache(maxsize=None)
+def extras_providing(module: str) -> tuple[str, ...]:
+    """The extras of gem-llm that install the package of ``module`` (``torch`` -> ``("rl",)``);
+    an aggregate extra (``all``, ``dev``) only when no other one does."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    top = module.split(".")[0]
+    package = canonicalize_name(_PACKAGE_OF_MODULE.get(top, top))
+    try:
+        requirements = importlib.metadata.requires("gem-llm") or []
+        extras = importlib.metadata.metadata("gem-llm").get_all("Provides-Extra") or []
+    except importlib.metadata.PackageNotFoundError:
+        return ()
+    found = []
+    for extra in extras:
+        for line in requirements:
+            requirement = Requirement(line)
+            if (canonicalize_name(requirement.name) == package and requirement.marker is not None
+                    and requirement.marker.evaluate({"extra": extra})):
+                found.append(extra)
+                break
+    return tuple([e for e in found if e not in _AGGREGATE_EXTRAS] or found)
+
+
+_COULD_NOT_IMPORT = re.compile(r"could not import '([\w.]+)'")
+
+
+def _name_the_extra(report: pytest.CollectReport | pytest.TestReport) -> None:
+    """A skip for a missing module (``pytest.importorskip``) names the extra that brings it."""
+    if not report.skipped or not isinstance(report.longrepr, tuple) or len(report.longrepr) != 3:
+        return
+    path, lineno, reason = report.longrepr
+    found = _COULD_NOT_IMPORT.search(reason)
+    if found is None or " extra" in reason:
+        return
+    extras = extras_providing(found.group(1))
+    if extras:
+        names = extras[0] if len(extras) == 1 else f"{', '.join(extras[:-1])} or {extras[-1]}"
+        report.longrepr = (path, lineno, f"{reason}: needs the {names} extra ({install_hint(extras[0])})")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    outcome = yield
+    _name_the_extra(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Any:
+    outcome = yield
+    _name_the_extra(outcome.get_result())

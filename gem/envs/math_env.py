@@ -7,6 +7,11 @@ file (``dataset_name="/path/to/file.jsonl"``) or a bundled name (``arithmetic``)
 ``info["grading"]`` saying why; ``info["correct"]`` says which. The grading runs in
 :class:`~gem.grading.math_pool.MathGrader`'s worker processes, never in the caller's.
 
+Without the ``math`` extra (math-verify), a dataset whose gold answers are all plain numbers (the
+bundled ``arithmetic``) is graded exactly: an answer is right when it is a number of the gold's
+value (``\\frac{1}{2}``, ``1/2``, ``0.5``); any other dataset raises
+:class:`~gem.errors.DependencyNotInstalled` when the env is built, naming the extra.
+
 :class:`~gem.envs.math_visual_env.MathVisualEnv` (problems with a picture) lives in
 :mod:`gem.envs.math_visual_env` and is importable from here too.
 """
@@ -18,7 +23,7 @@ from typing import Any, Optional
 from gem.compat.math_env import MathEnvCompat, verify_fn  # noqa: F401
 from gem.envs.single_turn import EVAL_PARAM, SingleTurnEnv, rows_from
 from gem.params import Param, check_params
-from gem.grading.math_pool import DEFAULT_TIMEOUT_S, default_grader, grade_math
+from gem.grading.math_pool import DEFAULT_TIMEOUT_S, default_grader, grade_math, require_math_verify
 from gem.utils.parsing import extract_last_boxed_answer
 
 
@@ -75,6 +80,11 @@ class MathEnv(MathEnvCompat, SingleTurnEnv):
         self.use_mp = use_mp
         self.verbose, self.max_turns = verbose, max_turns
         self._rows = self._load_rows(dataset)
+        # without math-verify only number answers can be graded: say so now, never in step
+        require_math_verify(f"MathEnv over {self._source_name(dataset)}", map(self._gold, self._rows))
+
+    def _source_name(self, dataset: Any) -> str:
+        return repr(self.dataset_name) if dataset is None and self.dataset_name else "the given rows"
 
     def _load_rows(self, dataset: Any) -> list[dict[str, Any]]:
         return rows_from(dataset, self.dataset_name, self.split, "math", self.question_key, self.answer_key)

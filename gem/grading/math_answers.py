@@ -3,7 +3,8 @@
 ``fast_verdict(pred, gold)`` decides what cheap checks can (the same string after light
 normalization, the same number: integers, decimals, ``a/b``, ``\\frac{a}{b}``, thousands
 separators) and returns ``None`` for the rest, which :mod:`gem.grading.math_pool` sends to
-math-verify.
+math-verify. ``number_verdict(pred, gold)`` decides every answer to a gold that is a plain number,
+exactly: the grading without math-verify (the core install, without the ``math`` extra).
 """
 
 from __future__ import annotations
@@ -218,6 +219,23 @@ def not_a_final_answer(pred: str, gold: str) -> Optional[str]:
     if len(_words(pred) - _words(gold)) >= 2:
         return "prose, not an answer"
     return None
+
+
+def number_verdict(pred: str, gold: str) -> Optional[bool]:
+    """The exact verdict on ``pred`` for a gold answer that is a plain number, ``None`` for any other gold.
+
+    The grading for a number when math-verify is not installed: ``pred`` is correct only if it is a
+    plain number (an integer, a decimal, ``a/b``, ``\\frac{a}{b}``, ``\\dfrac``, thousands
+    separators, ``x = 5``, units in ``\\text{}``) of exactly the gold's value, compared as
+    fractions. An expression of that value (``\\sqrt{4}``, ``2^3``), a rounded decimal (``0.333``
+    for ``1/3``) and everything :func:`not_a_final_answer` refuses are wrong.
+    """
+    value = parse_number(gold)
+    if value is None:
+        return None
+    if not_a_final_answer(pred, gold) is not None:
+        return False
+    return parse_number(pred) == value
 
 
 def fast_verdict(pred: str, gold: str) -> Optional[bool]:

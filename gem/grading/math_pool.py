@@ -5,7 +5,12 @@ with one gold answer or a list of them and returns a :class:`~gem.grading.result
 Cheap checks come first, in this process (:mod:`gem.grading.math_answers`: the same string after
 light normalization, or the same number). Whatever they cannot decide goes to math-verify
 (numbers, fractions, LaTeX, sets, intervals, equations, units), which runs in a small pool of
-worker processes (:class:`MathGrader`).
+worker processes (:class:`MathGrader`). Without math-verify (the core install, without the ``math``
+extra), an answer to a gold answer that is a plain number is graded exactly instead
+(:func:`~gem.grading.math_answers.number_verdict`: the same value as a fraction, an expression
+or a rounded decimal is wrong); any other answer the fast paths cannot decide raises
+:class:`~gem.errors.DependencyNotInstalled` naming the extra, which an env checks when it is built
+(:func:`require_math_verify`), never in ``step``.
 
 Grading never calls a correct answer wrong because it could not finish: the result's ``status`` is
 ``"ok"`` (``correct`` is the verdict), ``"timeout"`` (math-verify used its whole time budget on
@@ -27,6 +32,8 @@ guard, in thread pools and in vector envs.
 from __future__ import annotations
 
 import atexit
+import functools
+import importlib.util
 import logging
 import json
 import os
@@ -41,11 +48,11 @@ import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Iterable, Optional, Sequence, Union
 
 from gem.errors import missing_extra
 from gem.utils.parsing import extract_last_boxed_answer
-from gem.grading.math_answers import braces_balanced, fast_verdict, is_huge_power
+from gem.grading.math_answers import braces_balanced, fast_verdict, is_huge_power, number_verdict, parse_number
 from gem.grading.result import GRADING_STATUSES, GradeResult, graded, ungraded  # noqa: F401  (GRADING_STATUSES: its former home)
 
 logger = logging.getLogger(__name__)
@@ -414,6 +421,11 @@ class MathGrader:
                 undecided.append(g)
         if not undecided or len(pred) > MAX_VERIFY_CHARS or not braces_balanced(pred) or is_huge_power(pred):
             return graded(False)
+        if not math_verify_installed():
+            if any(parse_number(g) is None for g in undecided):
+                raise missing_extra("Math grading", "math", "math-verify")
+            # no math-verify (the core install): a number is graded exactly, as a fraction
+            return graded(any(number_verdict(pred, g) for g in undecided), details={"grader": "exact number"})
         undecided = [g for g in undecided if len(g) <= MAX_VERIFY_CHARS]
         if not undecided:
             return graded(False)
@@ -431,6 +443,28 @@ class MathGrader:
             raise ValueError(f"{len(preds)} predictions for {len(golds)} gold answers.")
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             return list(pool.map(lambda pg: self.grade(pg[0], pg[1], timeout), zip(preds, golds)))
+
+
+@functools.lru_cache(maxsize=None)
+def math_verify_installed() -> bool:
+    """Whether math-verify (the ``math`` extra) is installed. Without it, answers to gold answers
+    that are plain numbers are graded exactly (:func:`~gem.grading.math_answers.number_verdict`) and
+    any other answer raises :class:`~gem.errors.DependencyNotInstalled` naming the extra."""
+    return importlib.util.find_spec("math_verify") is not None
+
+
+def golds_need_math_verify(golds: "Iterable[Gold]") -> bool:
+    """Whether grading answers to ``golds`` (one gold answer, or a list of them, per item) needs
+    math-verify: some gold answer is not a plain number."""
+    return any(parse_number(g) is None for gold in golds for g in _golds(gold))
+
+
+def require_math_verify(feature: str, golds: "Iterable[Gold]") -> None:
+    """Raise :class:`~gem.errors.DependencyNotInstalled` (naming the ``math`` extra) if ``golds``
+    need math-verify and it is not installed; an env calls it when it is built, so that no step
+    raises for the missing extra."""
+    if not math_verify_installed() and golds_need_math_verify(golds):
+        raise missing_extra(f"{feature} (its answers are not all plain numbers)", "math", "math-verify")
 
 
 def _golds(gold: Gold) -> list[str]:

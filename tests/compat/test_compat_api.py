@@ -33,6 +33,7 @@ from gem.errors import ResetNeeded, StepAfterEndWarning
 from gem.tools.tool_env_wrapper import ToolEnvWrapper
 from gem.utils.env_checker import check_env
 from gem.wrappers.wrapper_factory import WRAPPER_FACTORY
+from tests.conftest import needs_env
 
 pytestmark = pytest.mark.usefixtures("lenient_step")  # these tests pin the default (lenient) step-after-end
 
@@ -125,6 +126,7 @@ GAME_IDS = sorted(i for i in gem.envs.registration.list_envs("game") if i.endswi
 
 @pytest.mark.parametrize("env_id", GAME_IDS)
 def test_every_game_steps_on_after_the_end(env_id):
+    needs_env(env_id)
     env = gem.make(env_id)
     env.reset(seed=0)
     solver = env.make_solver()

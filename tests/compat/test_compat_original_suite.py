@@ -22,6 +22,7 @@ import gem
 from gem.envs.game_env.fifteen_puzzle import FifteenPuzzleEnv
 from gem.tools.tool_env_wrapper import ToolEnvWrapper
 from gem.wrappers.wrapper_factory import WRAPPER_FACTORY
+from tests.conftest import needs_env
 from tests.wrappers.fake_tools import EchoTool
 
 
@@ -83,6 +84,7 @@ ORIGINAL_RESET_IN_CONSTRUCTOR = [
 @pytest.mark.parametrize("env_id", ORIGINAL_RESET_IN_CONSTRUCTOR)
 def test_a_step_before_reset_plays_in_a_fresh_episode(env_id):
     """The original's games reset in their constructor, so its tests step a new env at once."""
+    needs_env(env_id)
     env = gem.make(env_id, seed=3)
     action = env.sample_random_action()  # sampling before reset starts the episode too
     obs, reward, terminated, truncated, info = env.step(action)

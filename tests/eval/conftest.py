@@ -6,16 +6,16 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-pytest.importorskip("openai")
-pytest.importorskip("fastapi")
-pytest.importorskip("uvicorn")
-
-from gem.eval.mock_server import MockServer  # noqa: E402
+from tests.conftest import needs_extra
 
 
 @pytest.fixture
-def mock_server() -> Iterator[Callable[..., MockServer]]:
-    """A factory: ``mock_server(**create_app_kwargs)`` starts a server; all are stopped at teardown."""
+def mock_server() -> Iterator[Callable[..., Any]]:
+    """A factory: ``mock_server(**create_app_kwargs)`` starts a server; all are stopped at teardown.
+    A test that uses it skips without the eval extra (openai, fastapi, uvicorn)."""
+    needs_extra("eval")
+    from gem.eval.mock_server import MockServer
+
     started: list[MockServer] = []
 
     def start(**kwargs: Any) -> MockServer:

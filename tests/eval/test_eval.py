@@ -24,6 +24,7 @@ from gem.eval.runner import (
     summarize_dir,
     summarize_records,
 )
+from tests.conftest import needs_extra
 
 GAME = "game:GuessTheNumber-v0-easy"
 MATH = "math:Arithmetic"
@@ -378,6 +379,7 @@ def test_tool_calling_setting(tmp_path) -> None:
 
 
 def test_requests_carry_no_episode_and_time_only_themselves() -> None:
+    needs_extra("eval")  # openai, httpx
     import asyncio
 
     import httpx
@@ -417,6 +419,7 @@ def test_requests_carry_no_episode_and_time_only_themselves() -> None:
 
 
 def test_the_mock_servers_request_log_is_bounded(monkeypatch) -> None:
+    needs_extra("eval")  # fastapi
     from fastapi.testclient import TestClient
 
     from gem.eval import mock_server

@@ -10,6 +10,9 @@ import time
 import pytest
 
 from gem.agents.openai_agent import ModelRequestError, OpenAIAgent
+from tests.conftest import needs_extra
+
+needs_extra("eval")  # openai
 
 
 def test_import_gem_agents_does_not_import_openai() -> None:

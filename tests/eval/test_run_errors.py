@@ -13,6 +13,7 @@ import pytest
 
 from gem.cli import main
 from gem.eval.runner import format_summary, read_episodes, summarize_dir
+from tests.conftest import needs_extra
 
 GAME = "game:GuessTheNumber-v0-easy"
 MATH = "math:Arithmetic"
@@ -78,6 +79,7 @@ def test_run_takes_wrappers_and_writes_out_for_view_and_plot(tmp_path, capsys) -
 
 # ----------------------------------------------------------------------- the server, checked once
 def test_a_server_that_is_down_is_one_error_before_any_episode(tmp_path, capsys) -> None:
+    needs_extra("eval")  # the OpenAI agent
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     start = time.monotonic()
     code = main(["eval", MATH, "--model", "m", "--base-url", url, "--out", str(tmp_path / "r"), "--no-progress",

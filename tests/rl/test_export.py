@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from gem.rl.export import export_gguf, gguf_name, main, permute_rotary
+from tests.conftest import needs_extra
 
 
 def test_gguf_names_of_llama_parameters():
@@ -28,6 +29,7 @@ def test_rotary_permutation_interleaves_the_two_halves_of_each_head():
 
 
 def test_export_rejects_a_directory_without_weights(tmp_path, capsys):
+    needs_extra("rl")  # gguf reads the base file first
     assert main([str(tmp_path), "--base", str(tmp_path / "x.gguf"), "--out", str(tmp_path / "o.gguf")]) == 2
     assert "safetensors" in capsys.readouterr().err
 
