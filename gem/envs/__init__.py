@@ -174,8 +174,8 @@ _LOGIC = "gem.envs.logic_env:LogicEnv"
 register(
     "math:Arithmetic",
     _MATH,
-    description="generated arithmetic and word problems with exact answers (offline, bundled)",
-    extra="math",
+    description="generated arithmetic and word problems with exact answers (offline, bundled; graded exactly "
+    "without the math extra, since every gold answer is a number)",
     dataset_name="arithmetic",
 )
 for _name, _hub in {

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from gem.errors import DependencyNotInstalled, missing_extra
+
 logger = logging.getLogger(__name__)
 
 _LAYER = {
@@ -70,9 +72,12 @@ def export_gguf(checkpoint: str | Path, base: str | Path, out: str | Path, atol:
     Returns ``{"changed": [gguf names], "copied": count}``. Raises ``ValueError`` when the
     checkpoint's architecture or shapes do not match the base file.
     """
-    import gguf
-    from gguf.quants import dequantize
-    from safetensors.numpy import load_file
+    try:
+        import gguf
+        from gguf.quants import dequantize
+        from safetensors.numpy import load_file
+    except ImportError as exc:
+        raise missing_extra("export_gguf", "rl", exc.name) from exc
 
     checkpoint, base, out = Path(checkpoint), Path(base), Path(out)
     files = sorted(checkpoint.glob("*.safetensors"))
@@ -148,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         base = str(found)
     try:
         result = export_gguf(a.checkpoint, base, a.out)
-    except (ValueError, KeyError) as exc:
+    except (ValueError, KeyError, DependencyNotInstalled) as exc:
         print(f"gem.rl.export: {exc}", file=sys.stderr)
         return 2
     print(f"gem.rl.export: {a.out}: {len(result['changed'])} tensors changed, {result['copied']} copied")

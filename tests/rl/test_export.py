@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import filecmp
+import sys
 
 import numpy as np
 import pytest
@@ -32,6 +33,14 @@ def test_export_rejects_a_directory_without_weights(tmp_path, capsys):
     needs_extra("rl")  # gguf reads the base file first
     assert main([str(tmp_path), "--base", str(tmp_path / "x.gguf"), "--out", str(tmp_path / "o.gguf")]) == 2
     assert "safetensors" in capsys.readouterr().err
+
+
+def test_export_without_gguf_names_the_rl_extra(tmp_path, monkeypatch, capsys):
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    monkeypatch.setitem(sys.modules, "gguf", None)  # import gguf raises ImportError, as when it is missing
+    assert main([str(tmp_path), "--base", str(tmp_path / "base.gguf"), "--out", str(tmp_path / "x.gguf")]) == 2
+    err = capsys.readouterr().err
+    assert "'rl' extra" in err and "gguf" in err
 
 
 @pytest.mark.slow
