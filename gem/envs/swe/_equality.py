@@ -286,8 +286,14 @@ def make_guard(report, seed):
                 return c
 
     def neighbours(p, near):
-        """Fresh values of ``p``'s exact type that differ from it (none for an opaque ``p``)."""
+        """Fresh values that differ from ``p``: of its exact type, and one of another built-in type
+        (none for an opaque ``p``)."""
         t = _type(p)
+        if t not in plain:
+            return []
+        return same_type(p, t, near) + [rng.randint(1 << 20, 1 << 40) if t in (str, bytes, type(None)) else token()]
+
+    def same_type(p, t, near):
         if t is bool:
             return [not p]
         if t is int:
