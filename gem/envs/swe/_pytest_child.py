@@ -171,7 +171,12 @@ def _main():
     before = {}
 
     class _Sentinel:
-        pass
+        def __init__(self):
+            self.gem_left = _os.urandom(8)
+
+    class _Other:
+        def __init__(self):
+            self.gem_right = _os.urandom(8)
 
     def _test_file(path):
         rel = _os.path.relpath(path, ws)
@@ -214,8 +219,8 @@ def _main():
                     if not isinstance(filename, str) or not filename.startswith(ws + _os.sep) or _test_file(filename):
                         continue
                     try:
-                        said = fn(_Sentinel(), _Sentinel())
-                        claims = bool(said) if name == "__eq__" else (said is not NotImplemented and not said)
+                        said = fn(_Sentinel(), _Other())
+                        claims = said is not NotImplemented and (bool(said) if name == "__eq__" else not said)
                     except Exception:  # noqa: BLE001 - a real __eq__ looks at its operands
                         claims = False
                     if claims:
