@@ -341,31 +341,26 @@ def make_guard(report, seed):
             return [t(list(p) + [token()])] + ([t(list(p)[1:] + [token()])] if near and p else [])
         return []
 
-    def said_equal(r):
-        if r is True:
-            return True
-        if r is False:
-            return False
-        try:
-            return _bool(r) is True
-        except Exception:  # noqa: BLE001 - an array: equal only when equal everywhere
+    def truth(r, reduce="all"):
+        """``True`` / ``False`` for what a comparison's result says (an array reduced with
+        ``all``, or ``any`` for ``!=``, twice for a frame), ``None`` when it cannot be told."""
+        if r is True or r is False:
+            return r
+        for _ in range(3):
             try:
-                return _bool(r.all()) is True
-            except Exception:  # noqa: BLE001
-                return False
+                return _bool(r)
+            except Exception:  # noqa: BLE001 - an array: reduce it
+                try:
+                    r = getattr(r, reduce)()
+                except Exception:  # noqa: BLE001
+                    return None
+        return None
+
+    def said_equal(r):
+        return truth(r) is True
 
     def said_not_different(r):
-        if r is True:
-            return False
-        if r is False:
-            return True
-        try:
-            return _bool(r) is False
-        except Exception:  # noqa: BLE001
-            try:
-                return _bool(r.any()) is False
-            except Exception:  # noqa: BLE001
-                return False
+        return truth(r, "any") is False
 
     def claims(v, c):
         """``v`` says it is equal to ``c`` (which it never saw)."""
@@ -509,7 +504,14 @@ def make_guard(report, seed):
     except ImportError:  # pragma: no cover - the standard library has it
         pass
 
-    def call(fn, kind, flags, line, *args, **kwargs):
+    def held(claim):
+        """``False`` only when the claim is definitely false (an exception: cannot be told)."""
+        try:
+            return _bool(claim())
+        except Exception:  # noqa: BLE001
+            return None
+
+    def call(fn, kind, flags, line, /, *args, **kwargs):  # positional-only: any keyword is the call's own
         result = fn(*args, **kwargs)
         names = _KWARGS[kind]
         ops = list(args[:2]) + [kwargs[k] for k in names[len(args):2] if k in kwargs]
@@ -531,18 +533,19 @@ def make_guard(report, seed):
         if kind == "probe" or kind == "eq":
             if _len(ops) >= 2:
                 check(_EQ, ops[0], ops[1], flags, line)
-                if kind == "eq" and not said_equal(ops[0] == ops[1]):
+                if kind == "eq" and held(lambda: truth(ops[0] == ops[1]) is not False) is False:
                     report(f"line {line}: an assertion method passed but its operands are not equal (it was replaced?)")
             return result
         if kind == "in" and _len(ops) >= 2:
             check(_IN, ops[0], ops[1], flags, line)
-            if not (ops[0] in ops[1]):
+            if held(lambda: ops[0] in ops[1]) is False:
                 report(f"line {line}: assertIn passed but the member is not in the container (it was replaced?)")
         elif ops:
             x = ops[0]
-            held = {"true": lambda: said_equal(x), "false": lambda: not said_equal(x), "none": lambda: x is None,
-                    "notnone": lambda: x is not None, "is": lambda: _len(ops) >= 2 and x is ops[1]}[kind]()
-            if not held:
+            claim = {"true": lambda: truth(x) is not False, "false": lambda: truth(x) is not True,
+                     "none": lambda: x is None, "notnone": lambda: x is not None,
+                     "is": lambda: _len(ops) < 2 or x is ops[1]}[kind]
+            if held(claim) is False:
                 report(f"line {line}: an assertion method passed but its claim does not hold (it was replaced?)")
         return result
 

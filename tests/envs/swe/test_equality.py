@@ -185,6 +185,20 @@ def test_guard_checks_what_assertion_methods_claim():
     call(lambda a, b: None, "eq", 0, 9, 5, 6)  # an assertEqual that was replaced: passes, claim false
     call(lambda x: None, "true", 0, 10, False)
     assert [f.split(":")[0] for f in found] == ["line 9", "line 10"]
+    from unittest import mock
+
+    m = mock.Mock()
+    m(1, line=2, kind="k", fn=None, flags=0)
+    found, _, call = _guard()
+    call(m.assert_called_once_with, "probe", 0, 11, 1, line=2, kind="k", fn=None, flags=0)  # the call's own keywords
+    try:
+        import numpy as np
+
+        call(lambda a, b: None, "eq", 0, 12, np.ones((2, 2)), np.ones((2, 2)))  # equal everywhere: the claim holds
+        call(lambda a, b: None, "eq", 0, 13, np.ones(2), np.ones(3))  # cannot be told: not reported
+    except ImportError:
+        pass
+    assert not found
 
 
 def test_rewritten_comparisons_keep_their_meaning():
