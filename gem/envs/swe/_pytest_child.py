@@ -13,9 +13,16 @@ make tampering detectable:
   report that is not exactly one signed record for this test id. The key is taken out of the input
   before collection starts and lives only in this boot code's frame: a generic spray or patch
   cannot sign, code that searches this process's frames for it can;
+* every test file of the workspace is compiled by GEM inside pytest's import hook, its comparisons
+  and assertion calls going through the guard of :mod:`gem.envs.swe._equality` (this program's
+  first part): an operand the test did not write that is equal to what it was never given is
+  reported;
+* the classes of every module loaded before the workspace's code runs (the standard library,
+  pytest and its installed plugins) and the module-level functions of the comparison-relevant ones
+  are held at that point and compared at the end; the tests that ran must be functions GEM
+  compiled, from modules it compiled, still holding its guard;
 * at the end, a class defined by the repository (outside its tests) whose ``__eq__`` says a fresh
-  object of an unrelated class is equal, or whose ``__ne__`` says it is not different, is reported
-  as tampering: such an object passes any ``assert x == expected``.
+  object of an unrelated class is equal, or whose ``__ne__`` says it is not different, is reported.
 
 Input (JSON): ``test_id``, ``key`` (hex), ``paths`` (site-packages directories).
 """
