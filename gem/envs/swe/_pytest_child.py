@@ -83,7 +83,7 @@ _DUNDERS = frozenset({"__eq__", "__ne__", "__hash__", "__bool__", "__len__", "__
 # Comparison-relevant modules imported before the repository's code runs, so that what they hold
 # is what the interpreter installed (and is watched).
 _PREIMPORT = ("unittest", "unittest.mock", "operator", "decimal", "fractions", "numbers", "enum", "dataclasses",
-              "collections", "functools", "copy", "math", "_pytest.python_api")
+              "collections", "functools", "copy", "math")
 
 
 _MISSING = object()
@@ -163,12 +163,15 @@ def _main():
         import _pytest.terminal  # noqa: F401
         import pluggy._callers
         import pluggy._hooks  # noqa: F401
-        import pytest
-        for name in _PREIMPORT:
-            __import__(name)
+        import pytest  # noqa: F401 - with it, everything pytest exports (approx, raises, ...)
     except ImportError as exc:
         _send(report_fd, key, _encode({"test": test_id, "error": f"pytest is not installed in the sandbox: {exc}"}))
         return
+    for name in _PREIMPORT:
+        try:
+            __import__(name)
+        except ImportError:  # an interpreter without it: nothing of it to watch
+            pass
     try:
         guard = _install_guard(_rw, ws, suspects)
     except Exception as exc:  # noqa: BLE001 - a pytest whose rewriting GEM cannot hook: no sound verdict
