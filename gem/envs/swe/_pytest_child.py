@@ -27,7 +27,6 @@ make tampering detectable:
 Input (JSON): ``test_id``, ``key`` (hex), ``paths`` (site-packages directories).
 """
 
-import builtins as _builtins
 import json as _json
 import os as _os
 import sys as _sys
@@ -262,8 +261,9 @@ def _install_guard(_rw, ws, suspects):
     for attr in ("exec_module", "_should_rewrite", "_early_rewrite_bailout"):
         if not callable(getattr(hook_cls, attr, None)):
             raise RuntimeError(f"pytest's AssertionRewritingHook has no {attr}")
-    cmp, call = make_guard(suspects.append, _os.urandom(32))
-    names = {CMP_NAME: cmp, CALL_NAME: call}
+    # make_guard, CMP_NAME, CALL_NAME, rewrite_comparisons: gem/envs/swe/_equality.py, sent ahead of this file
+    cmp, call = make_guard(suspects.append, _os.urandom(32))  # noqa: F821
+    names = {CMP_NAME: cmp, CALL_NAME: call}  # noqa: F821
     modules = []
     codes = set()
     keep = []
@@ -289,7 +289,7 @@ def _install_guard(_rw, ws, suspects):
             source = fh.read()
         for chains in (True, False):
             tree = ast.parse(source, filename=fn)
-            rewrite_comparisons(tree, chains=chains)
+            rewrite_comparisons(tree, chains=chains)  # noqa: F821
             original_rewrite(tree, source, fn, config)
             try:
                 return compile(tree, fn, "exec", dont_inherit=True)
