@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from gem.core import Agent
 from gem.envs.swe.grading import grade_workspace
@@ -33,8 +33,9 @@ class SweEnv(TerminalEnv):
         task: a task name, a :class:`SweTask`, or ``None`` to draw one per reset.
         tasks: ``"bundled"`` (GEM's repositories), a SWE-bench / SWE-Gym jsonl or json file, a
             hub dataset id (needs ``datasets`` and network), or a list of :class:`SweTask`.
-        split, repos_dir, limit: passed to :func:`gem.envs.swe.loader.load_instances` for a file
-            or hub source.
+        split, repos_dir, limit, repo_paths: passed to :func:`gem.envs.swe.loader.load_instances`
+            for a file or hub source (``repo_paths`` maps a row's ``repo`` to a local git
+            repository you name; without it ``repo`` must be a hub name ``owner/name``).
         Other arguments as :class:`TerminalEnv`.
     """
 
@@ -50,9 +51,11 @@ class SweEnv(TerminalEnv):
         split: str = "test",
         repos_dir: Optional[str] = None,
         limit: Optional[int] = None,
+        repo_paths: Optional[Mapping[str, str]] = None,
         **kwargs: Any,
     ) -> None:
-        self._loader_kwargs = {"split": split, "repos_dir": repos_dir, "limit": limit}
+        self._loader_kwargs = {"split": split, "repos_dir": repos_dir, "limit": limit,
+                               "repo_paths": dict(repo_paths) if repo_paths else None}
         super().__init__(task=task, tasks=tasks, **kwargs)
 
     def _load_pool(self, tasks: Union[str, Sequence[SweTask]]) -> list:

@@ -37,7 +37,8 @@ logger = logging.getLogger(__name__)
 _HERE = Path(__file__).parent
 SUPERVISOR_SOURCE = RUNTIME_SOURCE + "\n" + (_HERE / "_supervisor.py").read_text(encoding="utf-8")
 PROGRAMS = {"unit": (_HERE / "_unit_child.py").read_text(encoding="utf-8"),
-            "pytest": (_HERE / "_pytest_child.py").read_text(encoding="utf-8")}
+            "pytest": (_HERE / "_equality.py").read_text(encoding="utf-8") + "\n\n"
+            + (_HERE / "_pytest_child.py").read_text(encoding="utf-8")}
 _SLACK = 15.0
 _PER_TEST_OVERHEAD = 2.0
 _CONFIG_FILES = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
@@ -63,9 +64,15 @@ def _tar_entries(data: bytes) -> dict[str, tuple[str, bytes]]:
     return out
 
 
-def merge_overlay(workspace_tar: bytes, overlay: dict[str, bytes]) -> bytes:
+def _bytecode(parts: list[str]) -> bool:
+    return "__pycache__" in parts or parts[-1].endswith((".pyc", ".pyo"))
+
+
+def merge_overlay(workspace_tar: bytes, overlay: dict[str, bytes], drop_bytecode: bool = False) -> bytes:
     """The workspace with ``overlay``'s files in place of whatever the agent left at (or above) their
-    paths: an edited file, a directory, a symbolic link, a link in a parent directory."""
+    paths: an edited file, a directory, a symbolic link, a link in a parent directory. With
+    ``drop_bytecode``, compiled files (``__pycache__``, ``.pyc``) are left out: the interpreter and
+    pytest would load a planted one instead of the source GEM compiles."""
     blocked_parents = {"/".join(p.split("/")[:i]) for p in overlay for i in range(1, p.count("/") + 1)}
     out = io.BytesIO()
     with tarfile.open(fileobj=io.BytesIO(workspace_tar), mode="r:") as src, \
@@ -74,6 +81,8 @@ def merge_overlay(workspace_tar: bytes, overlay: dict[str, bytes]) -> bytes:
             name = "/".join(p for p in member.name.split("/") if p not in ("", "."))
             parts = name.split("/")
             if not name or any("/".join(parts[:i]) in overlay for i in range(1, len(parts) + 1)):
+                continue
+            if drop_bytecode and _bytecode(parts):
                 continue
             if name in blocked_parents and not member.isdir():
                 continue
@@ -285,7 +294,7 @@ def grade_workspace(sandbox: Sandbox, task: Any, workspace_tar: Optional[bytes])
         if refused:
             detail = "refused: " + "; ".join(refused)[:700]
             return Verdict([{"test": n, "passed": False, "detail": detail} for n in names], reason=detail)
-    workspace = merge_overlay(workspace_tar, _pristine(task))
+    workspace = merge_overlay(workspace_tar, _pristine(task), drop_bytecode=task.runner == "pytest")
     tests, keys = _test_inputs(task, names)
     header = {"tests": tests, "test_timeout": task.test_timeout, "programs": PROGRAMS}
     nonce = secrets.token_hex(16)

@@ -195,9 +195,9 @@ def test_compile_tests_keeps_expected_values_out_of_the_observing_source():
 
 # ------------------------------------------------------------------ pytest instances
 @pytest.fixture
-def pytest_task(swebench_jsonl):
+def pytest_task(swebench_instance):
     pytest.importorskip("pytest")
-    task, = load_instances(str(swebench_jsonl))
+    task, = load_instances(swebench_instance.path, repo_paths=swebench_instance.repo_paths)
     return dataclasses.replace(task, test_timeout=20.0)
 
 

@@ -132,9 +132,9 @@ def test_editor_tool_on_its_own():
         shell.close()
 
 
-def test_swebench_instance_gold_patch_resolves_and_no_patch_does_not(swebench_jsonl):
+def test_swebench_instance_gold_patch_resolves_and_no_patch_does_not(swebench_instance):
     pytest.importorskip("pytest")
-    task, = load_instances(str(swebench_jsonl))
+    task, = load_instances(swebench_instance.path, repo_paths=swebench_instance.repo_paths)
     assert task.name == "local__calc-1" and task.runner == "pytest" and "tests/test_core.py" in task.hidden_files
     env = SweEnv(tasks=[task])
     try:
