@@ -228,6 +228,6 @@ def test_one_client_cannot_take_every_session_by_default():
     from gem.interop.openenv.server import create_openenv_app
 
     app = create_openenv_app([GAME], max_sessions=1000)
-    assert app.state.store.max_sessions_per_client == 500  # as gem serve: half of the total
+    assert app.state.store.max_sessions_per_client == 250  # as gem serve: a quarter of the total
     with pytest.raises(ValueError, match="below max_sessions"):
         create_openenv_app([GAME], max_sessions=10, max_sessions_per_client=10)
