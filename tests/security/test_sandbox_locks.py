@@ -11,11 +11,11 @@ sees neither; a run's own programs (sqlite in its temporary directory) keep work
 from __future__ import annotations
 
 import os
-import threading
 
 import pytest
 
 from gem.sandbox import Sandbox, SandboxLimits
+from tests.security.test_sandbox_isolation import _concurrently
 
 HOST_FILE = os.path.realpath(os.__file__)  # a read-only host file every run can open
 
@@ -89,20 +89,6 @@ def sb():
         yield box
     finally:
         box.close()
-
-
-def _concurrently(*calls):
-    results: list = [None] * len(calls)
-
-    def work(i, fn):
-        results[i] = fn()
-
-    threads = [threading.Thread(target=work, args=(i, fn)) for i, fn in enumerate(calls)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return results
 
 
 def test_a_lock_on_a_host_file_is_not_seen_by_a_concurrent_run(sb):
