@@ -517,7 +517,9 @@ def declared_limits(env: Any, checks: Iterable[str]) -> dict[str, str]:
         raise ValueError(f"declared_limits names unknown checks {unknown}; valid: {', '.join(valid)}.")
     for name, reason in declared.items():
         if not isinstance(reason, str) or not reason.strip():
-            raise ValueError(f"declared_limits[{name!r}] must say why the env cannot meet it (a non-empty str).")
+            raise ValueError(
+                f"declared_limits[{name!r}] must say why the env cannot meet it (a non-empty str)."
+            )
     return {name: reason.strip() for name, reason in declared.items()}
 
 
@@ -576,7 +578,7 @@ def run_checks(
         if failure is not None:
             failures.append(failure)
     if failures:
-        declared = [f"[{name}] {DECLARED_LIMIT}{reason}" for name, reason in limits.items() if name not in skip]
+        declared = [f"[{name}] {DECLARED_LIMIT}{why}" for name, why in limits.items() if name not in skip]
         error = EnvCheckError(f"{env} failed {len(failures)} check(s):\n" + "\n".join(failures + declared))
         error.report = report
         raise error

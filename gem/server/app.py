@@ -407,7 +407,8 @@ def per_client_sessions(max_sessions: int, asked: Optional[int] = None) -> int:
     if asked >= max_sessions > 1:
         raise ValueError(
             f"max_sessions_per_client ({asked}) must be below max_sessions ({max_sessions}), or one client could "
-            f"hold every session and refuse all others; leave it out to use a quarter ({client_share(max_sessions)})."
+            f"hold every session and refuse all others; leave it out to use a quarter "
+            f"({client_share(max_sessions)})."
         )
     return asked
 
@@ -473,7 +474,9 @@ class WebSocketClock:
         return {"code": 1008, "reason": f"no session within {self.grace:g} s of opening: send {make} first"}
 
 
-async def receive_or_close(ws: WebSocket, clock: WebSocketClock, has_session: bool, make: str) -> Optional[dict]:
+async def receive_or_close(
+    ws: WebSocket, clock: WebSocketClock, has_session: bool, make: str
+) -> Optional[dict[str, Any]]:
     """The socket's next message, or None after closing it because its wait ran out."""
     try:
         return await asyncio.wait_for(ws.receive(), clock.timeout(has_session))

@@ -59,9 +59,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS, help="sessions open at once, in total")
     p.add_argument(
         "--max-sessions-per-client", type=int, default=None,
-        help=f"sessions (and WebSockets) one client (a token; without tokens, this machine or a remote address) "
-             f"may hold, below --max-sessions (if not given: {DEFAULT_MAX_SESSIONS_PER_CLIENT}, and at most a quarter "
-             "of --max-sessions; WebSockets: a quarter of the WebSocket cap)",
+        help=f"sessions (and WebSockets) one client (a token; without tokens, this machine or a remote "
+             f"address) may hold, below --max-sessions (if not given: {DEFAULT_MAX_SESSIONS_PER_CLIENT}, and at "
+             "most a quarter of --max-sessions; WebSockets: a quarter of the WebSocket cap)",
     )
     p.add_argument(
         "--shells-per-client", type=int, default=None,
