@@ -2,14 +2,26 @@
 
 Public so that authors of third-party envs can run it on their own envs. Each check raises
 :class:`EnvCheckError` with a message naming the check and the fix; ``check_env`` runs them all
-and raises one error listing every failure.
+and raises one error listing every failure, or returns its report (check name -> outcome).
+
+A ``StepAfterEndWarning`` during a check (other than the step after the end that
+``check_step_after_end`` makes on purpose) fails that check: the env ended an episode without
+saying so, and a caller that trusts ``terminated``/``truncated`` would go on stepping it.
+
+An env that cannot meet a check for a reason outside its control (a bridge to a remote env whose
+seeds the remote side decides) declares it: ``declared_limits = {"check_seed_determinism": "the
+remote server decides the episode"}``. The check is then not run, and the report (and the error,
+if other checks fail) shows ``declared limit: <reason>`` for it. A name that is not a check
+raises ``ValueError`` naming the checks.
 """
 
 from __future__ import annotations
 
 import copy
+import logging
 import threading
 import warnings
+from collections.abc import Mapping
 from typing import Any, Callable, Iterable, Optional
 
 from gem.core import Env, is_strict_step
@@ -17,6 +29,7 @@ from gem.errors import GemError, ResetNeeded, StepAfterEndWarning
 
 __all__ = [
     "CHECKS",
+    "DECLARED_LIMIT",
     "DECLARED_BOUND_CAP",
     "EPISODE_STEP_LIMIT",
     "EnvCheckError",
@@ -36,6 +49,7 @@ __all__ = [
     "check_step",
     "check_step_after_end",
     "check_thread_determinism",
+    "declared_limits",
     "expect_reset_needed",
     "play",
     "play_to_end",
@@ -44,7 +58,10 @@ __all__ = [
     "threads_agree",
 ]
 
+logger = logging.getLogger(__name__)
+
 TEN_MB = 10 * 1024 * 1024
+DECLARED_LIMIT = "declared limit: "  # how a report shows a check the env declares it cannot meet
 
 # Actions no env may choke on. None holds a complete answer (no \boxed{...}, no closed tag), so
 # every env must score each as a format error.
@@ -166,6 +183,7 @@ def check_seed_determinism(env: Env, seed: int = 0) -> None:
 
 SEEDS_COMPARED = 4  # seeds tried by check_seed_sensitivity
 EPISODE_STEP_LIMIT = 500  # steps check_episode_ends allows a solver, or an env that declares no bound
+# (an env that declares max_turns but no max_episode_steps gets at least 2 * max_turns, up to the cap)
 DECLARED_BOUND_CAP = 10_000  # the most sampled steps check_episode_ends drives, whatever bound is declared
 
 
@@ -201,16 +219,23 @@ def play_to_end(env: Env, seed: int = 0, use_solver: bool = True) -> tuple[str, 
 
     With ``make_solver()`` (and ``use_solver``) the solver plays (up to :data:`EPISODE_STEP_LIMIT`
     steps); otherwise sampled actions play, up to the declared ``max_episode_steps`` (at most
-    :data:`DECLARED_BOUND_CAP`) or, for an env that declares none, :data:`EPISODE_STEP_LIMIT`. Raises :class:`EnvCheckError` when the episode has not ended
-    by then.
+    :data:`DECLARED_BOUND_CAP`) or, for an env that declares none, :data:`EPISODE_STEP_LIMIT`
+    (or twice a declared ``max_turns``, when that is more: a legitimately long game gets its
+    length). Raises :class:`EnvCheckError` when the episode has not ended by then.
     """
     has_solver = _has_solver(env)
     solver = has_solver if use_solver else None
     bound = getattr(env, "max_episode_steps", None)
+    turns = _declared_turns(env)
     obs, info = env.reset(seed=seed)
     if solver is not None:
         solver.reset(obs, info)
-    limit = min(int(bound), DECLARED_BOUND_CAP) if solver is None and bound is not None else EPISODE_STEP_LIMIT
+    if solver is None and bound is not None:
+        limit = min(int(bound), DECLARED_BOUND_CAP)
+    elif solver is None and turns is not None:
+        limit = min(max(EPISODE_STEP_LIMIT, 2 * turns), DECLARED_BOUND_CAP)
+    else:
+        limit = EPISODE_STEP_LIMIT
     for steps in range(1, limit + 1):
         action = env.sample_random_action() if solver is None else solver.act(obs, info)
         obs, _, terminated, truncated, info = env.step(action)
@@ -228,6 +253,13 @@ def play_to_end(env: Env, seed: int = 0, use_solver: bool = True) -> tuple[str, 
             f"the episode did not end after max_episode_steps = {limit} sampled actions{beyond}; end it "
             "(terminated or truncated) by then.",
         )
+    if turns is not None:
+        raise _fail(
+            "check_episode_ends",
+            f"{limit} sampled actions did not end the episode, though the env declares max_turns = {turns}; "
+            "end the episode when the turn limit is reached (truncated=True), counting every step, and "
+            "declare the bound as max_episode_steps.",
+        )
     if has_solver is not None:
         raise _fail(
             "check_episode_ends",
@@ -239,6 +271,14 @@ def play_to_end(env: Env, seed: int = 0, use_solver: bool = True) -> tuple[str, 
         f"{limit} sampled actions did not end the episode; end episodes (a turn limit), and declare the "
         "bound as max_episode_steps or provide make_solver().",
     )
+
+
+def _declared_turns(env: Any) -> Optional[int]:
+    """The env's ``max_turns`` when it is a positive int (GEM's games declare their turn limit so)."""
+    turns = getattr(env, "max_turns", None)
+    if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
+        return None
+    return turns
 
 
 def check_episode_ends(env: Env, seed: int = 0) -> None:
@@ -457,29 +497,99 @@ CHECKS: dict[str, Callable[..., None]] = {
 }
 
 
-def run_checks(checks: dict[str, Callable[..., None]], env: Any, seed: int = 0, skip: Iterable[str] = ()) -> None:
-    """Run ``checks`` (minus ``skip``) on ``env``; one :class:`EnvCheckError` lists every failure."""
+def declared_limits(env: Any, checks: Iterable[str]) -> dict[str, str]:
+    """The env's ``declared_limits`` (check name -> why the env cannot meet it), validated.
+
+    Raises ``ValueError`` for a name that is not one of ``checks`` (naming them) or a reason that
+    is not a non-empty string.
+    """
+    declared = getattr(env, "declared_limits", None)
+    if declared is None:
+        return {}
+    valid = list(checks)
+    if not isinstance(declared, Mapping):
+        raise ValueError(
+            f"declared_limits must be a dict of check name -> reason, got {type(declared).__name__}; "
+            f"valid check names: {', '.join(valid)}."
+        )
+    unknown = sorted(str(name) for name in declared if name not in valid)
+    if unknown:
+        raise ValueError(f"declared_limits names unknown checks {unknown}; valid: {', '.join(valid)}.")
+    for name, reason in declared.items():
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValueError(
+                f"declared_limits[{name!r}] must say why the env cannot meet it (a non-empty str)."
+            )
+    return {name: reason.strip() for name, reason in declared.items()}
+
+
+def _unreported_end(name: str, caught: list[warnings.WarningMessage]) -> Optional[str]:
+    ended = [w for w in caught if issubclass(w.category, StepAfterEndWarning)]
+    if not ended:
+        return None
+    return (
+        f"[{name}] the env warned {str(ended[0].message)[:200]!r} while the check stepped it: it ended "
+        "the episode without reporting it. Return the end's flags from the step that ends it "
+        "(terminated or truncated True, e.g. through self._result(..., terminated=True))."
+    )
+
+
+def run_checks(
+    checks: dict[str, Callable[..., None]], env: Any, seed: int = 0, skip: Iterable[str] = ()
+) -> dict[str, str]:
+    """Run ``checks`` (minus ``skip`` and the env's declared limits) on ``env``.
+
+    Returns the report: check name -> ``"passed"``, ``"skipped"`` or ``"declared limit: <reason>"``.
+    Raises one :class:`EnvCheckError` listing every failure (and the declared limits); its
+    ``report`` holds the same mapping, with ``"failed"`` for the failed checks.
+    """
     skip = set(skip)
     unknown = skip - set(checks)
     if unknown:
         raise ValueError(f"Unknown checks {sorted(unknown)}; valid: {', '.join(checks)}.")
+    limits = declared_limits(env, checks)
+    report: dict[str, str] = {}
     failures = []
     for name, check in checks.items():
         if name in skip:
+            report[name] = "skipped"
             continue
-        try:
-            check(env, seed=seed)
-        except EnvCheckError as exc:
-            failures.append(str(exc))
-        except Exception as exc:
-            failures.append(f"[{name}] raised {type(exc).__name__}: {exc}")
+        if name in limits:
+            report[name] = DECLARED_LIMIT + limits[name]
+            logger.info("%s: %s is a %s%s", env, name, DECLARED_LIMIT, limits[name])
+            continue
+        for wrapped in _chain(env):  # each check may see the env's warn-once StepAfterEndWarning
+            if vars(wrapped).get("_warned_step_after_end"):
+                wrapped._warned_step_after_end = False
+        failure = None
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", StepAfterEndWarning)
+            try:
+                check(env, seed=seed)
+            except EnvCheckError as exc:
+                failure = str(exc)
+            except Exception as exc:
+                failure = f"[{name}] raised {type(exc).__name__}: {exc}"
+        for w in caught:  # other warnings go on to the caller's filters
+            if not issubclass(w.category, StepAfterEndWarning):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        failure = failure or _unreported_end(name, caught)
+        report[name] = "passed" if failure is None else "failed"
+        if failure is not None:
+            failures.append(failure)
     if failures:
-        raise EnvCheckError(f"{env} failed {len(failures)} check(s):\n" + "\n".join(failures))
+        declared = [f"[{name}] {DECLARED_LIMIT}{why}" for name, why in limits.items() if name not in skip]
+        error = EnvCheckError(f"{env} failed {len(failures)} check(s):\n" + "\n".join(failures + declared))
+        error.report = report
+        raise error
+    return report
 
 
-def check_env(env: Env, seed: int = 0, skip: Iterable[str] = ()) -> None:
-    """Run every check in :data:`CHECKS` (minus ``skip``) on ``env``.
+def check_env(env: Env, seed: int = 0, skip: Iterable[str] = ()) -> dict[str, str]:
+    """Run every check in :data:`CHECKS` (minus ``skip`` and the env's ``declared_limits``) on ``env``.
 
-    Raises :class:`EnvCheckError` listing every failed check, each with what to fix.
+    Returns the report, check name -> ``"passed"``, ``"skipped"`` or ``"declared limit: <reason>"``.
+    Raises :class:`EnvCheckError` listing every failed check, each with what to fix, or
+    ``ValueError`` when ``skip`` or the env's ``declared_limits`` name a check that does not exist.
     """
-    run_checks(CHECKS, env, seed, skip)
+    return run_checks(CHECKS, env, seed, skip)

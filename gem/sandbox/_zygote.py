@@ -236,6 +236,17 @@ DENIED_SYSCALLS = (
 # surface no program needs. With ``network=True`` runs share the host's network: IPv4, IPv6 and
 # netlink's routing protocol only (NETLINK_ROUTE: the queries libc's getaddrinfo makes) are
 # allowed too.
+# Locks and change notifications on a file live in the kernel with the file, and every run can
+# open the host's (read-only) files: a run holding ``flock`` or a POSIX/OFD lock on, say, a stdlib
+# module would be seen by a concurrent run that tests the lock (a blocked ``LOCK_NB``, ``F_GETLK``),
+# and a run watching a host directory (inotify, fanotify, dnotify) would see another run's reads.
+# So lock requests succeed without locking anything (a run's locks could only have guarded against
+# its own processes; nothing of one run reaches another), ``F_GETLK`` reports the truth, which is
+# that no run holds a lock, and the watches are refused as by a kernel built without them.
+NO_OP_SYSCALLS = ("flock",)
+UNSUPPORTED_SYSCALLS = ("inotify_init", "inotify_init1", "fanotify_init")  # ENOSYS
+F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW, F_NOTIFY = 6, 7, 37, 38, 1026
+NO_OP_FCNTL = (F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW)  # (64-bit ABIs have no F_SETLK64 of their own)
 AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16
 ISOLATED_FAMILIES = (AF_UNIX,)
 NETWORK_FAMILIES = (AF_UNIX, AF_INET, AF_INET6, AF_NETLINK)
@@ -257,7 +268,8 @@ _SYSCALLS = {
         "mq_timedreceive": 243, "mq_notify": 244, "mq_getsetattr": 245,
         "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65, "semctl": 66, "shmdt": 67,
         "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "semtimedop": 220, "socket": 41,
-        "socketpair": 53,
+        "socketpair": 53, "fcntl": 72, "flock": 73, "inotify_init": 253, "inotify_init1": 294,
+        "fanotify_init": 300,
     }),
     "aarch64": (0xC00000B7, {
         "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51,
@@ -274,13 +286,14 @@ _SYSCALLS = {
         "mq_open": 180, "mq_unlink": 181, "mq_timedsend": 182, "mq_timedreceive": 183, "mq_notify": 184,
         "mq_getsetattr": 185, "msgget": 186, "msgctl": 187, "msgrcv": 188, "msgsnd": 189, "semget": 190,
         "semctl": 191, "semtimedop": 192, "semop": 193, "shmget": 194, "shmctl": 195, "shmat": 196,
-        "shmdt": 197, "socket": 198, "socketpair": 199,
+        "shmdt": 197, "socket": 198, "socketpair": 199, "fcntl": 25, "inotify_init1": 26, "flock": 32,
+        "fanotify_init": 262,
     }),
 }
 _NEW_NAMESPACES = (
     CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET
 )
-_SECCOMP_RET_ALLOW, _SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
+_SECCOMP_RET_ALLOW, _SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000  # (ERRNO with 0: returns 0, runs nothing)
 
 
 def _seccomp_program(machine: str | None = None, families: tuple[int, ...] = ISOLATED_FAMILIES) -> bytes | None:
@@ -302,7 +315,9 @@ def _seccomp_program(machine: str | None = None, families: tuple[int, ...] = ISO
     # denied segment at the top.
     verdict = {table[name]: "eperm" for name in DENIED_SYSCALLS if name in table}
     verdict.update({table["clone3"]: "enosys", table["clone"]: "clone"})
-    verdict.update({table["socket"]: "socket", table["socketpair"]: "socket"})
+    verdict.update({table["socket"]: "socket", table["socketpair"]: "socket", table["fcntl"]: "fcntl"})
+    verdict.update({table[name]: "no-op" for name in NO_OP_SYSCALLS})
+    verdict.update({table[name]: "enosys" for name in UNSUPPORTED_SYSCALLS if name in table})
     starts, verdicts = [0], ["allow"]
     for nr in sorted(verdict):
         for start, what in ((nr, verdict[nr]), (nr + 1, "allow")):
@@ -346,6 +361,14 @@ def _seccomp_program(machine: str | None = None, families: tuple[int, ...] = ISO
         ["netlink"], [ld, None, None, 32],  # the protocol (args[2]): NETLINK_ROUTE (0) only
         [jeq, "allow", None, 0],
         [ret, None, None, _SECCOMP_RET_ERRNO | errno.EAFNOSUPPORT],
+        ["fcntl"], [ld, None, None, 24],  # the command (args[1]; the kernel reads it as 32 bits too)
+    ]
+    for cmd in NO_OP_FCNTL:
+        prog.append([jeq, "no-op", None, cmd])
+    prog += [
+        [jeq, None, "allow", F_NOTIFY],
+        [ret, None, None, _SECCOMP_RET_ERRNO | errno.EINVAL],  # as a kernel without dnotify
+        ["no-op"], [ret, None, None, _SECCOMP_RET_ERRNO | 0],
         ["allow"], [ret, None, None, _SECCOMP_RET_ALLOW],
         ["eperm"], [ret, None, None, _SECCOMP_RET_ERRNO | errno.EPERM],
         ["enosys"], [ret, None, None, _SECCOMP_RET_ERRNO | errno.ENOSYS],

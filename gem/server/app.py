@@ -10,8 +10,9 @@ Every client is treated as hostile (see docs/scale.md, "Running a server safely"
   :func:`gem.server.limits.uvicorn_config` cuts slow clients and caps open connections;
 - what a client may ask: constructor kwargs are checked against the env's declared schema
   (:mod:`gem.server.schema`) before anything is built;
-- how much it may take: sessions per client (below the total: half of it by default) and in
-  total are capped exactly; env calls (make, reset, step, sample) run on a
+- how much it may take: sessions and WebSockets per client (a quarter of each total by default,
+  :func:`gem.server.protocol.client_share`) and in total are capped exactly; a WebSocket that
+  makes no session within ``session_grace`` seconds is closed; env calls (make, reset, step, sample) run on a
   :class:`gem.server.scheduler.FairScheduler` that serves clients round-robin with a per-client
   share and a time limit per call; sandbox shells and code-test threads, which envs share across
   the process, are shared per client (:mod:`gem.server.quotas`).
@@ -30,6 +31,7 @@ HTTP (JSON bodies; ``Authorization: Bearer <token>`` when the server has tokens)
 WebSocket ``/ws`` (token in the header or ``?token=``): JSON text messages ``{"op": "make" |
 "reset" | "step" | "sample" | "close", ...}`` with the same fields, answered by ``{"ok": true, ...}``
 or ``{"ok": false, "status", "error": {...}}``; one session per connection, closed with the socket.
+A socket that has not made its session within ``session_grace`` seconds of opening is closed (1008).
 
 Errors are ``{"error": {"kind", "type", "message"}}`` with the status of ``protocol.ERROR_STATUS``.
 """
@@ -60,9 +62,11 @@ from gem.server.protocol import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_MAX_SESSIONS,
     DEFAULT_MAX_SESSIONS_PER_CLIENT,
+    DEFAULT_SESSION_GRACE,
     DEFAULT_SESSION_TTL,
     DEFAULT_WORKERS,
     ERROR_STATUS,
+    client_share,
     jsonable,
 )
 from gem.server.quotas import (
@@ -392,19 +396,93 @@ def _client(conn: Union[Request, WebSocket]) -> str:
 
 def per_client_sessions(max_sessions: int, asked: Optional[int] = None) -> int:
     """Sessions one client may hold: ``asked`` if given (it must be below ``max_sessions``), else
-    the default per-client cap, lowered to half of ``max_sessions`` so one client cannot take all."""
+    the default per-client cap, lowered to a quarter of ``max_sessions``
+    (:func:`~gem.server.protocol.client_share`) so that no one or two clients can take all."""
     if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
         raise ValueError(f"max_sessions must be at least 1, got {max_sessions!r}.")
     if asked is None:
-        return max(1, min(DEFAULT_MAX_SESSIONS_PER_CLIENT, max_sessions // 2))
+        return min(DEFAULT_MAX_SESSIONS_PER_CLIENT, client_share(max_sessions))
     if isinstance(asked, bool) or not isinstance(asked, int) or asked < 1:
         raise ValueError(f"max_sessions_per_client must be at least 1, got {asked!r}.")
     if asked >= max_sessions > 1:
         raise ValueError(
             f"max_sessions_per_client ({asked}) must be below max_sessions ({max_sessions}), or one client could "
-            f"hold every session and refuse all others; leave it out to use half ({max(1, max_sessions // 2)})."
+            f"hold every session and refuse all others; leave it out to use a quarter "
+            f"({client_share(max_sessions)})."
         )
     return asked
+
+
+class WebSocketGate:
+    """Who may hold a WebSocket open, and for how long it may wait without a session.
+
+    At most ``total`` WebSockets are open at once (half of the connection cap), and one client holds
+    at most ``per_client`` of them: the operator's per-client session cap if one was given (below
+    ``total``), else a quarter of ``total`` (:func:`~gem.server.protocol.client_share`). A socket
+    must make its session within ``grace`` seconds of opening (or of losing its session); until then
+    it holds a slot without having asked for anything, so past it the socket is closed. A socket
+    with a session may stay idle for ``session_ttl`` seconds.
+    """
+
+    def __init__(
+        self, connections: int, session_ttl: float, grace: float, asked_per_client: Optional[int] = None
+    ) -> None:
+        if isinstance(grace, bool) or not isinstance(grace, (int, float)) or not grace > 0:
+            raise ValueError(f"session_grace must be positive seconds, got {grace!r}.")
+        self.total = max(1, connections // 2)
+        share = client_share(self.total)
+        self.per_client = share if asked_per_client is None else max(1, min(asked_per_client, self.total - 1))
+        self.session_ttl, self.grace = session_ttl, grace
+        self.open: collections.Counter[str] = collections.Counter()
+
+    def take(self, client: str) -> bool:
+        """Take a slot for ``client``; False when the server or the client is at its cap."""
+        if sum(self.open.values()) >= self.total or self.open[client] >= self.per_client:
+            return False
+        self.open[client] += 1
+        return True
+
+    def give(self, client: str) -> None:
+        self.open[client] -= 1
+        if self.open[client] <= 0:
+            del self.open[client]
+
+    def clock(self) -> "WebSocketClock":
+        return WebSocketClock(self.session_ttl, self.grace)
+
+
+class WebSocketClock:
+    """One socket's wait for its next message: ``grace`` seconds in all while it holds no
+    session (messages that make none do not extend it), ``session_ttl`` idle seconds while it does."""
+
+    def __init__(self, session_ttl: float, grace: float) -> None:
+        self.session_ttl, self.grace = session_ttl, grace
+        self.without_session_since: Optional[float] = time.monotonic()
+
+    def timeout(self, has_session: bool) -> float:
+        if has_session:
+            self.without_session_since = None
+            return self.session_ttl
+        if self.without_session_since is None:
+            self.without_session_since = time.monotonic()
+        return max(0.0, self.without_session_since + self.grace - time.monotonic())
+
+    def closing(self, has_session: bool, make: str) -> dict[str, Any]:
+        """The close frame for a socket whose wait ran out (``make``: the message that makes a session)."""
+        if has_session:
+            return {"code": 1000, "reason": f"idle for {self.session_ttl:g} s"}
+        return {"code": 1008, "reason": f"no session within {self.grace:g} s of opening: send {make} first"}
+
+
+async def receive_or_close(
+    ws: WebSocket, clock: WebSocketClock, has_session: bool, make: str
+) -> Optional[dict[str, Any]]:
+    """The socket's next message, or None after closing it because its wait ran out."""
+    try:
+        return await asyncio.wait_for(ws.receive(), clock.timeout(has_session))
+    except asyncio.TimeoutError:
+        await ws.close(**clock.closing(has_session, make))
+        return None
 
 
 def create_app(
@@ -424,6 +502,7 @@ def create_app(
     allowed_hosts: Optional[Sequence[str]] = None,
     shells_per_client: Optional[int] = None,
     test_threads_per_client: int = DEFAULT_TEST_THREADS_PER_CLIENT,
+    session_grace: float = DEFAULT_SESSION_GRACE,
 ) -> FastAPI:
     """The server app (run it with uvicorn, or ``gem serve``).
 
@@ -437,18 +516,22 @@ def create_app(
         limits: body, time and connection limits (:class:`ServerLimits`).
         client_kwargs: ``"declared"`` (kwargs only as each env's schema declares, the default),
             ``"typed"`` or ``"any"`` (see :mod:`gem.server.schema`).
-        max_sessions_per_client: sessions one client (token, or peer address) may hold (default
-            :func:`per_client_sessions`: 1000, and at most half of ``max_sessions``); it must be
-            below ``max_sessions``, so no client can take every session.
+        max_sessions_per_client: sessions one client (a token; without tokens, see
+            :func:`gem.server.limits.client_of_peer`) may hold (default :func:`per_client_sessions`:
+            1000, and at most a quarter of ``max_sessions``); it must be below ``max_sessions``, so
+            no client can take every session. Given, it is also the client's WebSocket cap (below
+            the WebSocket total); else that is a quarter of the WebSockets (:class:`WebSocketGate`).
         workers: threads running env calls; per_client_workers: how many of them one client may
             use at once (default half).
         call_timeout: seconds one env call (make, reset, step, sample) may wait and run.
         allowed_hosts: if given, the only ``Host`` names answered (``gem serve`` on a loopback
             address answers only to loopback names).
         shells_per_client: sandbox sessions (terminal shells, Python-tool kernels) one client may
-            hold at once in each shared sandbox (default half of its slots);
+            hold at once in each shared sandbox (default a quarter of what it may hold);
             test_threads_per_client: threads of each client's own code-test pool (see
             :mod:`gem.server.quotas`).
+        session_grace: seconds a new WebSocket has to make its session (``make``) before it is
+            closed with 1008.
     """
     if env_ids is not None:
         env_ids = list(env_ids)
@@ -458,6 +541,7 @@ def create_app(
         raise ValueError(f"session_ttl must be positive seconds, got {session_ttl!r}.")
     if max_sessions < 1:
         raise ValueError(f"max_sessions must be at least 1, got {max_sessions!r}.")
+    asked_per_client = max_sessions_per_client
     max_sessions_per_client = per_client_sessions(max_sessions, max_sessions_per_client)
     check_quota_numbers(shells_per_client, test_threads_per_client)
     if not call_timeout > 0:
@@ -469,8 +553,7 @@ def create_app(
         FairScheduler(workers, per_client_workers), call_timeout,
     )
     started = time.monotonic()
-    max_websockets = max(1, limits.max_connections // 2)
-    open_websockets: collections.Counter[str] = collections.Counter()
+    gate = WebSocketGate(limits.max_connections, session_ttl, session_grace, asked_per_client)
 
     async def sweep() -> None:
         while True:
@@ -563,20 +646,17 @@ def create_app(
     @app.websocket("/ws")
     async def websocket(ws: WebSocket) -> None:
         client = _client(ws)
-        if sum(open_websockets.values()) >= max_websockets or open_websockets[client] >= max_sessions_per_client:
+        if not gate.take(client):
+            await ws.accept()  # (closing before the handshake would answer a bare 403)
             await ws.close(code=1013, reason="too many open WebSockets; retry later")
             return
-        open_websockets[client] += 1
         session_id: Optional[str] = None
+        clock = gate.clock()
         try:
             await ws.accept()
             while True:
-                try:
-                    message = await asyncio.wait_for(ws.receive(), session_ttl)
-                except asyncio.TimeoutError:
-                    await ws.close(code=1000, reason=f"idle for {session_ttl:g} s")
-                    break
-                if message["type"] == "websocket.disconnect":
+                message = await receive_or_close(ws, clock, session_id is not None, "make")
+                if message is None or message["type"] == "websocket.disconnect":
                     break
                 try:
                     if message.get("text") is None:
@@ -585,13 +665,13 @@ def create_app(
                     reply, session_id = await _ws_op(store, request, session_id, client)
                     await ws.send_text(json.dumps({"ok": True, **reply}))  # ASCII: see AsciiJSONResponse
                 except ApiError as exc:
+                    if session_id not in store.sessions:  # a failed make closed it, or it expired
+                        session_id = None
                     await ws.send_text(json.dumps({"ok": False, "status": exc.status, **exc.body()}))
         except WebSocketDisconnect:
             pass
         finally:
-            open_websockets[client] -= 1
-            if open_websockets[client] <= 0:
-                del open_websockets[client]
+            gate.give(client)
             if session_id is not None:
                 await store.close(session_id)
 

@@ -19,6 +19,7 @@ from gem.server.protocol import (
     DEFAULT_MAX_SESSIONS,
     DEFAULT_MAX_SESSIONS_PER_CLIENT,
     DEFAULT_PORT,
+    DEFAULT_SESSION_GRACE,
     DEFAULT_SESSION_TTL,
     DEFAULT_WORKERS,
     TOKEN_ENV_VAR,
@@ -58,17 +59,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS, help="sessions open at once, in total")
     p.add_argument(
         "--max-sessions-per-client", type=int, default=None,
-        help=f"sessions one client (token, or address without tokens) may hold, below --max-sessions "
-             f"(if not given: {DEFAULT_MAX_SESSIONS_PER_CLIENT}, and at most half of --max-sessions)",
+        help=f"sessions (and WebSockets) one client (a token; without tokens, this machine or a remote "
+             f"address) may hold, below --max-sessions (if not given: {DEFAULT_MAX_SESSIONS_PER_CLIENT}, and at "
+             "most a quarter of --max-sessions; WebSockets: a quarter of the WebSocket cap)",
     )
     p.add_argument(
         "--shells-per-client", type=int, default=None,
         help="sandbox shells (terminal and code-tool sessions) one client may hold at once in each shared "
-             "sandbox (if not given: half of the 224 of its 256 slots that shells may take)",
+             "sandbox (if not given: a quarter of the 224 of its 256 slots that shells may take)",
     )
     p.add_argument(
         "--test-threads-per-client", type=int, default=DEFAULT_TEST_THREADS_PER_CLIENT,
         help="threads of each client's own pool for code-env tests",
+    )
+    p.add_argument(
+        "--session-grace", type=float, default=DEFAULT_SESSION_GRACE,
+        help="seconds a new WebSocket has to make its session (OpenEnv: its first reset) before it is closed",
     )
     p.add_argument("--workers", type=int, default=DEFAULT_WORKERS, help="threads running env calls")
     p.add_argument("--per-client-workers", type=int, default=None, help="workers one client may use at once (default half)")
@@ -126,6 +132,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         workers=args.workers,
         per_client_workers=args.per_client_workers,
         call_timeout=args.call_timeout,
+        session_grace=args.session_grace,
         allowed_hosts=[*LOOPBACK_HOSTS, args.host] if is_loopback(args.host) else None,
     )
     token_mode = _token_mode(len(tokens), args.host)
@@ -139,7 +146,7 @@ def _token_mode(count: int, host: str) -> str:
     if count:
         return f"token required ({count} accepted; each is one client for quotas)"
     if is_loopback(host):
-        return "no token (only this machine can connect; each local address is one client)"
+        return "no token (only this machine can connect; all of it is one client)"
     return "NO TOKEN (--insecure-no-token: anyone who reaches this address can run envs)"
 
 

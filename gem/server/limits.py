@@ -14,6 +14,8 @@ Shared by ``gem serve``, the retrieval server and the bundled MCP server:
   being answered is closed, so a flood of half-open connections cannot lock out ``/health``.
 - :func:`read_secret` / :func:`scrub_environ`: a token from an environment variable or a file, and
   its removal from this process's environment (so programs an env runs cannot find it).
+- :func:`client_of_peer`: who a client is without tokens, counted so that one user cannot
+  multiply themself by picking source addresses.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ import json
 import logging
 import os
 import resource
+import socket
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable, Optional, Sequence
@@ -35,7 +40,7 @@ Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
-CLIENT_SCOPE_KEY = "gem.client"  # the scope key naming the client (``token:N`` or ``peer:ADDRESS``)
+CLIENT_SCOPE_KEY = "gem.client"  # the scope key naming the client (``token:N`` or ``peer:...``)
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 
 
@@ -136,6 +141,74 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+# ---------------------------------------------------------------------- who is a client
+THIS_MACHINE = "peer:this-machine"
+_LOCAL_CACHE_SECONDS = 60.0
+_LOCAL_CACHE_SIZE = 4096
+_local_cache: dict[str, tuple[bool, float]] = {}
+_local_lock = threading.Lock()
+
+
+def _nonlocal_bind() -> bool:
+    """Whether this machine lets a socket bind addresses it does not have (then binding tells nothing)."""
+    for path in ("/proc/sys/net/ipv4/ip_nonlocal_bind", "/proc/sys/net/ipv6/ip_nonlocal_bind"):
+        try:
+            with open(path) as f:
+                if f.read().strip() not in ("", "0"):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def _is_this_machine(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether ``addr`` is one of this machine's own addresses: a socket can bind it.
+
+    Answers are kept for a minute (addresses change rarely; a new peer costs one ``bind``).
+    """
+    key, now = str(addr), time.monotonic()
+    with _local_lock:
+        hit = _local_cache.get(key)
+        if hit is not None and hit[1] > now:
+            return hit[0]
+    family = socket.AF_INET if addr.version == 4 else socket.AF_INET6
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            probe.bind((key, 0))
+        local = not _nonlocal_bind()
+    except OSError:  # EADDRNOTAVAIL: another machine's address (a link-local one needs a scope: not ours)
+        local = False
+    with _local_lock:
+        if len(_local_cache) >= _LOCAL_CACHE_SIZE:
+            _local_cache.clear()
+        _local_cache[key] = (local, now + _LOCAL_CACHE_SECONDS)
+    return local
+
+
+def client_of_peer(host: Optional[str]) -> str:
+    """The client a connection from ``host`` counts as when the server has no tokens.
+
+    Counted by what one user cannot multiply: every connection from this machine (any loopback
+    address, 127.0.0.0/8 and ::1, or any of the machine's own addresses, which a local user may
+    pick as a source address) is one client, ``peer:this-machine``; an IPv6 peer is its /64
+    network (one host is usually given a whole /64 and may use any address in it); an IPv4 peer is
+    its address. (Users behind one NAT address share a client; give each trainer a token instead.)
+    """
+    if not host:
+        return "peer:unknown"
+    try:
+        addr = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:  # a Unix socket path: only this machine reaches it
+        return THIS_MACHINE
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        addr = addr.ipv4_mapped
+    if addr.is_loopback or addr.is_unspecified or _is_this_machine(addr):
+        return THIS_MACHINE
+    if addr.version == 6:
+        return f"peer:{ipaddress.IPv6Network((addr, 64), strict=False)}"
+    return f"peer:{addr}"
+
+
 # ---------------------------------------------------------------------- ASGI guard
 class _BodyTooLarge(Exception):
     pass
@@ -167,7 +240,7 @@ class GuardMiddleware:
         app: the app to guard.
         limits: the numbers to hold.
         tokens: accepted bearer tokens; empty means no token is needed. Token number ``i`` (from 0)
-            names the client ``token:i``; without tokens a client is ``peer:ADDRESS``.
+            names the client ``token:i``; without tokens a client is :func:`client_of_peer`.
         allow_origins: browser origins (``https://host:port``) allowed to call; ``"*"`` allows any.
             A request with any other ``Origin`` header is refused with 403 (WebSocket: closed
             during the handshake), since a browser sends one for cross-origin requests.
@@ -206,7 +279,7 @@ class GuardMiddleware:
         """The client's name, or None when a token is needed and the one given is wrong."""
         peer = scope.get("client")
         if not self.tokens:
-            return f"peer:{peer[0] if peer else 'unknown'}"
+            return client_of_peer(peer[0] if peer else None)
         given = b""
         auth = headers.get(b"authorization", b"")
         if auth[:7].lower() == b"bearer ":
@@ -333,21 +406,26 @@ class GuardMiddleware:
 
 
 # ------------------------------------------------------------------- uvicorn
-def _guarded_h11(limits: ServerLimits) -> type:
-    """An h11 protocol class that cuts slow request heads and caps open connections.
+def _guarded_protocols(limits: ServerLimits) -> tuple[type, Any]:
+    """An h11 protocol class that cuts slow request heads and caps open connections, and the
+    WebSocket protocol that goes with it.
 
-    Idle connections (no request being answered) are kept in three queues, oldest first: those that
-    have sent part of a request head (slowloris), new ones that have sent nothing yet, and kept-alive
-    ones that were answered and wait for their next request. Over the cap, a new connection closes
-    the oldest half-sent one, else the oldest new silent one, else the oldest kept-alive one; never
-    one whose request is being answered. So a flood of half-open connections displaces itself, not
-    the trainers' kept-alive connections.
+    Connections that nobody is being answered on are kept in queues, oldest first: WebSockets the
+    server has closed that wait for the client's closing reply (up to 10 s), those that have sent
+    part of a request head (slowloris) or a request head whose body is still arriving, new ones
+    that have sent nothing yet, and kept-alive ones that were answered and wait for their next
+    request. Over the cap, a new connection closes the oldest of the first non-empty queue, in that
+    order; never one whose request is being answered, nor an open WebSocket (those are capped by
+    the app: half of the connections, :class:`gem.server.app.WebSocketGate`). So a flood of
+    half-open connections, bodies that never finish or refused WebSockets displaces itself, not
+    ``/health`` nor the trainers' kept-alive connections.
     """
     import collections
 
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
+    closing: collections.OrderedDict[Any, None] = collections.OrderedDict()
     half_sent: collections.OrderedDict[Any, None] = collections.OrderedDict()
     fresh: collections.OrderedDict[Any, None] = collections.OrderedDict()
     kept: collections.OrderedDict[Any, None] = collections.OrderedDict()
@@ -373,7 +451,7 @@ def _guarded_h11(limits: ServerLimits) -> type:
 
         @staticmethod
         def _evict_one() -> bool:
-            for queue in (half_sent, fresh, kept):
+            for queue in (closing, half_sent, fresh, kept):
                 while queue:
                     oldest, _ = queue.popitem(last=False)
                     if not oldest.transport.is_closing():
@@ -424,7 +502,11 @@ def _guarded_h11(limits: ServerLimits) -> type:
         def handle_events(self) -> None:
             super().handle_events()
             if self.cycle is not None and not self.cycle.response_complete:
-                self._go_busy()
+                if self.conn.their_state is h11.SEND_BODY and not self.cycle.response_started:
+                    self._go_busy()  # a body still arriving (the guard's body time limit bounds it)
+                    half_sent[self] = None  # ... holds nothing being answered yet: it may be closed
+                else:
+                    self._go_busy()
 
         def handle_websocket_upgrade(self, event: Any) -> None:
             self._go_busy()
@@ -440,18 +522,34 @@ def _guarded_h11(limits: ServerLimits) -> type:
             self._go_busy()
             super().connection_lost(exc)
 
-    return GuardedH11Protocol
+    return GuardedH11Protocol, _quiet_websocket_protocol(closing)
 
 
-def _quiet_websocket_protocol() -> Any:
+def _quiet_websocket_protocol(closing: Optional[Any] = None) -> Any:
     """uvicorn's WebSocket protocol, answering a text frame of invalid UTF-8 with close code 1007
-    and a reason, as RFC 6455 asks, without logging a traceback for it."""
+    and a reason, as RFC 6455 asks, without logging a traceback for it. Once the server has sent
+    its close frame, the connection joins ``closing`` (connections the guard may cut first)."""
     try:
         from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
     except ImportError:  # no websockets: uvicorn's default (wsproto or none)
         return "auto"
+    closing = {} if closing is None else closing
 
     class QuietWebSocketProtocol(WebSocketsSansIOProtocol):
+        async def send(self, message: Any) -> None:
+            await super().send(message)
+            if self.close_sent and not self.transport.is_closing():
+                closing[self] = None  # only the client's closing reply is awaited
+
+        def _cut(self) -> None:
+            closing.pop(self, None)
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_lost(self, exc: Optional[Exception]) -> None:
+            closing.pop(self, None)
+            super().connection_lost(exc)
+
         def send_receive_event_to_app(self) -> None:
             if self.curr_msg_data_type == "text" and not self.close_sent:
                 try:
@@ -533,12 +631,13 @@ def uvicorn_config(app: Any, host: str, port: int, limits: ServerLimits, **kwarg
 
     limits, burst = fit_limits(limits)
     kwargs.setdefault("backlog", burst)
+    http, ws = _guarded_protocols(limits)
     return uvicorn.Config(
         app,
         host=host,
         port=port,
-        http=_guarded_h11(limits),
-        ws=_quiet_websocket_protocol(),
+        http=http,
+        ws=ws,
         ws_max_size=limits.max_body_bytes,
         timeout_keep_alive=max(1, int(limits.keep_alive_timeout)),
         h11_max_incomplete_event_size=64 * 1024,

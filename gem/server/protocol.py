@@ -9,7 +9,9 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_SESSION_TTL = 600.0  # seconds a session may stay idle before the server closes it
 DEFAULT_MAX_SESSIONS = 10_000
-DEFAULT_MAX_SESSIONS_PER_CLIENT = 1_000  # a client is a token (or, without tokens, a peer address)
+DEFAULT_MAX_SESSIONS_PER_CLIENT = 1_000  # a client is a token (or, without tokens, see client_of_peer)
+CLIENT_SHARE = 4  # by default a client holds at most 1/CLIENT_SHARE of each capacity (see client_share)
+DEFAULT_SESSION_GRACE = 10.0  # seconds a new WebSocket has to make its session before it is closed
 DEFAULT_WORKERS = 64  # threads running env calls (make, reset, step, sample)
 DEFAULT_CALL_TIMEOUT = 120.0  # seconds one env call may wait for a worker and run
 DEFAULT_CLIENT_TIMEOUT = 60.0  # seconds a client waits for one reset/step
@@ -32,6 +34,16 @@ ERROR_STATUS = {
     "server_busy": 503,
     "timeout": 504,
 }
+
+
+def client_share(total: int) -> int:
+    """The default per-client cap on a capacity of ``total``: a ``1/CLIENT_SHARE`` of it (at least 1).
+
+    Caps are fractions of their totals, not fixed numbers, so that however the totals are set it
+    takes :data:`CLIENT_SHARE` clients to fill a server: one or two clients (or one client and a
+    friend) cannot lock every other client out.
+    """
+    return max(1, total // CLIENT_SHARE)
 
 
 def jsonable(value: Any) -> Any:

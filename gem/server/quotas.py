@@ -11,9 +11,10 @@ While a server runs (:func:`install`, done by :func:`gem.server.app.create_app`'
 - every env call runs with its client's name in :func:`current_client` (set by the scheduler);
 - a **shell quota**: a client holds at most ``shells_per_client`` sandbox sessions (shells,
   Python-tool kernels) at once in each of the shell sandbox and the default sandbox (by default
-  half of what that sandbox may hold: its slots, the processes it runs at once, less an eighth kept
-  for one-shot runs such as tests); one more, or one past the sandbox's total, raises
-  :class:`ClientQuotaExceeded` at once (the server answers 429), instead of waiting for a slot;
+  a quarter, :func:`gem.server.protocol.client_share`, of what that sandbox may hold: its slots,
+  the processes it runs at once, less an eighth kept for one-shot runs such as tests); one more,
+  or one past the sandbox's total, raises :class:`ClientQuotaExceeded` at once (the server
+  answers 429), instead of waiting for a slot;
 - **test pools**: code-env tests of each client run on a pool of that client's own
   (``test_threads_per_client`` threads), so one client's tests never queue behind another's.
 
@@ -32,6 +33,7 @@ import weakref
 from typing import Any, Callable, Iterator, Optional
 
 from gem.errors import GemError
+from gem.server.protocol import client_share
 
 logger = logging.getLogger(__name__)
 
@@ -213,7 +215,7 @@ def install(
     """Share this process's sandboxes and code-test threads per client; returns the uninstall.
 
     Process-wide: servers in one process share one installation (the first one's numbers).
-    ``shells_per_client=None``: half of what each sandbox may hold (:func:`shell_capacity`).
+    ``shells_per_client=None``: a quarter of what each sandbox may hold (:func:`shell_capacity`).
     """
     global _installed
     check_numbers(shells_per_client, test_threads_per_client)
@@ -272,7 +274,7 @@ def _do_install(shells_per_client: Optional[int], test_threads_per_client: int) 
         logger.debug("no shell sandbox to share per client")
     for box in boxes:
         capacity = shell_capacity(sandbox_slots(box))
-        quota = ShellQuota(min(shells_per_client or max(1, capacity // 2), capacity), total=capacity)
+        quota = ShellQuota(min(shells_per_client or client_share(capacity), capacity), total=capacity)
         shells.append(quota)
         undo.append(quota.guard(box))
     try:

@@ -4,6 +4,7 @@ same server in test_openenv_core.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -18,7 +19,9 @@ pytest.importorskip("fastapi", reason="needs the server extra (pip install -e '.
 from websockets.sync.client import connect  # noqa: E402
 
 import gem  # noqa: E402
+from gem.server.limits import ServerLimits  # noqa: E402
 from tests.interop.families import record  # noqa: E402
+from tests.server.test_client_capacity import closed_within, ws_from  # noqa: E402
 from tests.interop.wire import http, ws_exchange  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -228,6 +231,25 @@ def test_one_client_cannot_take_every_session_by_default():
     from gem.interop.openenv.server import create_openenv_app
 
     app = create_openenv_app([GAME], max_sessions=1000)
-    assert app.state.store.max_sessions_per_client == 500  # as gem serve: half of the total
+    assert app.state.store.max_sessions_per_client == 250  # as gem serve: a quarter of the total
     with pytest.raises(ValueError, match="below max_sessions"):
         create_openenv_app([GAME], max_sessions=10, max_sessions_per_client=10)
+
+
+def test_an_openenv_websocket_that_never_resets_is_closed_and_frees_its_slot(serve):
+    # One client's idle sockets cannot keep the capacity: 8 WebSockets, 2 per client.
+    server = serve([GAME], session_grace=0.5, limits=ServerLimits(max_connections=16))
+    with contextlib.ExitStack() as held:
+        idle = [held.enter_context(ws_from(server)) for _ in range(2)]
+        with ws_from(server) as over:  # the client's share is taken: refused as OpenEnv refuses
+            refused = json.loads(over.recv(timeout=10))
+        assert refused["type"] == "error" and refused["data"]["code"] == "CAPACITY_REACHED"
+        for ws in idle:
+            code, reason, waited = closed_within(ws, 10)
+            assert code == 1008 and "no session within 0.5 s" in reason and "reset" in reason and waited < 5
+    with ws_from(server) as player:  # the slots came back, and a socket that resets stays open
+        player.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
+        assert json.loads(player.recv(timeout=30))["type"] == "observation"
+        time.sleep(1.0)
+        player.send(json.dumps({"type": "step", "data": {"text": "\\boxed{10}"}}))
+        assert json.loads(player.recv(timeout=30))["type"] == "observation"

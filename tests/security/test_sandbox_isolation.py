@@ -699,12 +699,12 @@ def test_seccomp_numbers_match_libseccomp():
     assert _sandbox_zygote._seccomp_program("sparc") is None
 
 
-def _filter_verdict(program: bytes, nr: int, arch: int, arg0: int = 0, arg2: int = 0) -> int:
+def _filter_verdict(program: bytes, nr: int, arch: int, arg0: int = 0, arg2: int = 0, arg1: int = 0) -> int:
     """Run a classic-BPF seccomp program on one system call, as the kernel would."""
     import struct
 
     code = [struct.unpack("<HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
-    data, pc, acc = {0: nr, 4: arch, 16: arg0 & 0xFFFFFFFF, 32: arg2 & 0xFFFFFFFF}, 0, 0
+    data, pc, acc = {0: nr, 4: arch, 16: arg0 & 0xFFFFFFFF, 24: arg1 & 0xFFFFFFFF, 32: arg2 & 0xFFFFFFFF}, 0, 0
     while True:
         op, jt, jf, k = code[pc]
         if op == 0x06:
@@ -724,10 +724,21 @@ def test_seccomp_filter_decisions(machine):
     program = _sandbox_zygote._seccomp_program(machine)
     denied = {table[n] for n in _sandbox_zygote.DENIED_SYSCALLS if n in table}
     allow, eperm, enosys = 0x7FFF0000, 0x50000 | 1, 0x50000 | 38
+    special = {table[n] for n in ("clone", "clone3", "socket", "socketpair", "fcntl", "flock")}
+    unsupported = {table[n] for n in _sandbox_zygote.UNSUPPORTED_SYSCALLS if n in table}
     for nr in range(0, 512):
-        if nr in (table["clone"], table["clone3"], table["socket"], table["socketpair"]):
+        if nr in special:
             continue
-        assert _filter_verdict(program, nr, arch) == (eperm if nr in denied else allow), nr
+        expected = eperm if nr in denied else enosys if nr in unsupported else allow
+        assert _filter_verdict(program, nr, arch) == expected, nr
+    # Locks succeed without locking (runs share the host's files); F_GETLK and the rest of fcntl run.
+    no_op, einval = 0x50000, 0x50000 | 22
+    assert _filter_verdict(program, table["flock"], arch, 3, 0, 2) == no_op
+    for cmd in range(0, 1100):
+        verdict = _filter_verdict(program, table["fcntl"], arch, 3, 0, cmd)
+        assert verdict == (no_op if cmd in (6, 7, 37, 38) else einval if cmd == 1026 else allow), cmd
+    assert _filter_verdict(program, table["fcntl"], arch, 3, 0, (1 << 32) | 6) == no_op  # (32-bit command)
+    assert _filter_verdict(program, table["inotify_init1"], arch) == enosys
     for name in ("shmget", "semget", "msgget", "shmat", "mq_open", "unshare"):
         assert _filter_verdict(program, table[name], arch) == eperm, name
     # Socket families: AF_UNIX only, unless runs share the host's network.

@@ -76,20 +76,20 @@ def reset(server, headers: dict, sid: str, timeout: float = 60) -> httpx.Respons
 
 # ------------------------------------------------------------------ sessions
 def test_one_client_cannot_take_every_session_when_the_total_is_lowered(serve):
-    server = serve(tokens=["alpha", "beta"], max_sessions=10)
+    server = serve(tokens=["alpha", "beta"], max_sessions=10)  # a client holds a quarter: 2
 
     async def flood(headers: dict, count: int) -> list[int]:
         async with httpx.AsyncClient(base_url=server.url, headers=headers, timeout=30) as client:
             replies = await asyncio.gather(*(client.post("/sessions", json={"env_id": MASTERMIND}) for _ in range(count)))
         return sorted(r.status_code for r in replies)
 
-    assert asyncio.run(flood(ALPHA, 12)) == [201] * 5 + [429] * 7  # half of the total, however many it asks
-    assert asyncio.run(flood(BETA, 6)) == [201] * 5 + [429]  # the other half is left for beta
+    assert asyncio.run(flood(ALPHA, 12)) == [201] * 2 + [429] * 10  # a quarter of the total, however many it asks
+    assert asyncio.run(flood(BETA, 6)) == [201] * 2 + [429] * 4  # beta's share was left for beta
 
 
 def test_the_per_client_session_cap_stays_below_the_total():
     assert per_client_sessions(10_000) == 1000
-    assert per_client_sessions(1000) == 500  # `gem serve --max-sessions 1000`: one client gets half
+    assert per_client_sessions(1000) == 250  # `gem serve --max-sessions 1000`: one client gets a quarter
     assert per_client_sessions(3) == 1 and per_client_sessions(1) == 1
     assert per_client_sessions(1000, 999) == 999  # an operator's own choice below the total stands
     with pytest.raises(ValueError, match="must be below max_sessions"):
@@ -98,7 +98,7 @@ def test_the_per_client_session_cap_stays_below_the_total():
         per_client_sessions(0)
 
 
-def test_gem_serve_max_sessions_1000_gives_one_client_half(monkeypatch, capsys):
+def test_gem_serve_max_sessions_1000_gives_one_client_a_quarter(monkeypatch, capsys):
     from gem.cli import main
 
     seen = {}
@@ -111,7 +111,7 @@ def test_gem_serve_max_sessions_1000_gives_one_client_half(monkeypatch, capsys):
     monkeypatch.setattr("gem.server.cli.serve_app", fake_serve_app)
     monkeypatch.setenv("GEM_SERVER_TOKEN", "alpha")
     assert main(["serve", MASTERMIND, "--max-sessions", "1000"]) == 0
-    assert seen == {"per_client": 500, "total": 1000}
+    assert seen == {"per_client": 250, "total": 1000}
     assert main(["serve", MASTERMIND, "--max-sessions", "1000", "--max-sessions-per-client", "1000"]) != 0
     assert "must be below max_sessions (1000)" in capsys.readouterr().err
 
@@ -131,10 +131,18 @@ def eight_slot_shell_sandbox(monkeypatch):
         box.close()
 
 
+def test_by_default_a_client_holds_a_quarter_of_the_shell_slots(serve, eight_slot_shell_sandbox):
+    server = serve(tokens=["alpha", "beta"], call_timeout=20)
+    theirs = [new_session(server, ALPHA, TERMINAL) for _ in range(2)]
+    assert [reset(server, ALPHA, sid).status_code for sid in theirs] == [200, 429]  # a quarter of 7
+    assert "maximum of 1 shell sandboxes" in reset(server, ALPHA, theirs[1]).json()["error"]["message"]
+    assert reset(server, BETA, new_session(server, BETA, TERMINAL)).status_code == 200  # beta's share is its own
+
+
 def test_one_clients_terminals_cannot_take_every_shell_slot(serve, eight_slot_shell_sandbox):
-    server = serve(tokens=["alpha", "beta", "gamma"], call_timeout=20)
+    server = serve(tokens=["alpha", "beta", "gamma"], call_timeout=20, shells_per_client=3)
     theirs = [new_session(server, ALPHA, TERMINAL) for _ in range(5)]
-    assert [reset(server, ALPHA, sid).status_code for sid in theirs] == [200] * 3 + [429] * 2  # half of 7
+    assert [reset(server, ALPHA, sid).status_code for sid in theirs] == [200] * 3 + [429] * 2
     refused = reset(server, ALPHA, theirs[3])
     assert refused.status_code == 429 and "maximum of 3 shell sandboxes" in refused.json()["error"]["message"]
     mine = [new_session(server, BETA, TERMINAL) for _ in range(3)]

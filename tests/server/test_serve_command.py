@@ -112,18 +112,37 @@ def _descriptors(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
+HALF_OPEN = {  # what each of 300 connections sends, and then nothing more
+    "a part of a request head": b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ",
+    "a head whose body never finishes": (
+        b"POST /sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 1000\r\n\r\n{\"env_id\": "
+    ),
+    "a WebSocket upgrade, then silence": (
+        b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    ),
+}
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors through /proc")
-def test_with_256_descriptors_300_half_open_requests_do_not_starve_health():
+@pytest.mark.parametrize("protocol, sent", [
+    ("gem", "a part of a request head"),
+    ("gem", "a head whose body never finishes"),
+    ("openenv", "a head whose body never finishes"),
+    ("openenv", "a WebSocket upgrade, then silence"),
+])
+def test_with_256_descriptors_300_half_open_requests_do_not_starve_health(protocol, sent):
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
 
-    server = ServeProcess([GUESS], preexec_fn=limit)
+    server = ServeProcess([GUESS, "--protocol", protocol], preexec_fn=limit)
     slow = []
     try:
         server.wait_for("listening")
         for _ in range(300):  # more than the process can hold open
             sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
-            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            sock.sendall(HALF_OPEN[sent])
             slow.append(sock)
         time.sleep(0.5)
         assert _descriptors(server.proc.pid) < 256  # accept never ran out of descriptors
@@ -131,6 +150,8 @@ def test_with_256_descriptors_300_half_open_requests_do_not_starve_health():
             start = time.monotonic()
             assert httpx.get(server.url + "/health", timeout=5).status_code == 200
             assert time.monotonic() - start < 3  # answered at once (a loaded machine may be slow)
+        for sock in slow:
+            sock.close()
         server.proc.send_signal(signal.SIGINT)
         after = server.rest()
         logged = "\n".join(server.seen + after)

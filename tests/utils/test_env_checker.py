@@ -619,3 +619,106 @@ def test_a_huge_declared_bound_is_driven_up_to_the_cap():
         f"[check_episode_ends] the episode did not end after max_episode_steps = {ec.DECLARED_BOUND_CAP} sampled "
         f"actions (max_episode_steps = {10**9} is more than check_env drives); end it (terminated or truncated) by then.",
     )
+
+
+# ------------------------------------------------------------------------------------------------
+# An env that ends its episode without saying so, turn limits, and declared limits.
+class HidesItsEndEnv(CountEnv):
+    """Ends at the target (the base class knows), but every step says terminated=truncated=False;
+    the step after the hidden end then warns and returns the base class's terminal result."""
+
+    def step(self, action):
+        obs, reward, _, _, info = super().step(action)
+        return obs, reward, False, False, info
+
+
+def test_an_env_that_hides_its_end_fails():
+    env = HidesItsEndEnv()
+    del env.max_episode_steps  # with no bound, the step after the hidden end looked like an end
+    with pytest.raises(EnvCheckError) as info:
+        check_env(env)
+    message = str(info.value)
+    assert "[check_episode_ends] the env warned 'HidesItsEndEnv.step() was called after the episode ended" in message
+    assert "it ended the episode without reporting it. Return the end's flags from the step that ends it" in message
+    assert info.value.report["check_episode_ends"] == "failed"
+    assert info.value.report["check_reset"] == "passed"
+
+
+def test_an_env_that_warned_before_the_check_still_fails():
+    env = HidesItsEndEnv()
+    del env.max_episode_steps
+    env.reset(seed=0)
+    with pytest.warns(Warning):
+        for _ in range(5):
+            env.step(env.sample_random_action())  # the env's one warning is spent before check_env
+    with pytest.raises(EnvCheckError, match=r"\[check_episode_ends\] the env warned"):
+        check_env(env)
+
+
+class LongGameEnv(CountEnv):
+    """A legitimate long game: sampled actions end it only after 800 steps (its declared max_turns)."""
+
+    def __init__(self, turns: int = 800) -> None:
+        super().__init__(target=turns)
+        del self.max_episode_steps
+        self.max_turns = turns
+
+
+class TurnLimitIgnoredEnv(NeverEndsEnv):
+    def __init__(self) -> None:
+        super().__init__()
+        del self.max_episode_steps
+        self.max_turns = 300
+
+
+def test_a_declared_max_turns_sets_the_budget():
+    ec.check_episode_ends(LongGameEnv())  # more than EPISODE_STEP_LIMIT steps, within 2 * max_turns
+    fails_with(
+        ec.check_episode_ends,
+        TurnLimitIgnoredEnv(),
+        "[check_episode_ends] 600 sampled actions did not end the episode, though the env "
+        "declares max_turns = 300; end the episode when the turn limit is reached (truncated=True), counting "
+        "every step, and declare the bound as max_episode_steps.",
+    )
+
+
+class RemoteLikeEnv(CountEnv):
+    declared_limits = {"check_seed_sensitivity": "the remote server picks the episode", "check_close": "shared"}
+
+
+def test_declared_limits_are_reported_not_run():
+    report = check_env(RemoteLikeEnv())
+    assert report["check_seed_sensitivity"] == "declared limit: the remote server picks the episode"
+    assert report["check_close"] == "declared limit: shared"
+    assert report["check_reset"] == "passed" and set(report) == set(ec.CHECKS)
+
+    class FixedAndDeclared(FixedSeedEnv):  # a declared check that would fail is not a failure
+        declared_limits = {"check_seed_sensitivity": "the remote server picks the episode"}
+
+    assert check_env(FixedAndDeclared())["check_seed_sensitivity"].startswith("declared limit: ")
+    assert check_env(CountEnv(), skip=["check_close"])["check_close"] == "skipped"
+
+
+def test_declared_limits_show_in_the_error_when_other_checks_fail():
+    class Broken(CrashesOnGarbageEnv):
+        declared_limits = {"check_seed_sensitivity": "the remote server picks the episode"}
+
+    with pytest.raises(EnvCheckError) as info:
+        check_env(Broken())
+    assert "[check_seed_sensitivity] declared limit: the remote server picks the episode" in str(info.value)
+    assert "[check_hostile_actions]" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "declared, message",
+    [
+        ({"check_seeds": "x"}, r"declared_limits names unknown checks \['check_seeds'\]; valid: check_reset, "),
+        ({"check_close": ""}, r"declared_limits\['check_close'\] must say why"),
+        (["check_close"], "declared_limits must be a dict of check name -> reason, got list"),
+    ],
+)
+def test_declared_limits_naming_no_check_raise(declared, message):
+    env = CountEnv()
+    env.declared_limits = declared
+    with pytest.raises(ValueError, match=message):
+        check_env(env)

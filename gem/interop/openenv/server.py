@@ -21,13 +21,15 @@ server serves several (with one, it may be left out).
 Everything ``gem serve`` enforces holds here too, through the same code: tokens, origin and host
 checks, body and time limits (:class:`gem.server.limits.GuardMiddleware`), kwargs checked against
 each env's declared schema, session quotas in total and per client, and the fair scheduler with its
-per-call time limit (:class:`gem.server.app.SessionStore`). openenv-core itself is not needed.
+per-call time limit (:class:`gem.server.app.SessionStore`), WebSocket caps in total and per client
+(:class:`gem.server.app.WebSocketGate`). A WebSocket that has not reset within ``session_grace``
+seconds of opening is closed (1008), so sockets that never ask for anything cannot hold the
+server's capacity. openenv-core itself is not needed.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import json
 import logging
@@ -44,13 +46,16 @@ from gem.server.app import (
     ApiError,
     AsciiJSONResponse,
     SessionStore,
+    WebSocketGate,
     parse_json,
     per_client_sessions,
+    receive_or_close,
 )
 from gem.server.limits import CLIENT_SCOPE_KEY, GuardMiddleware, ServerLimits
 from gem.server.protocol import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_MAX_SESSIONS,
+    DEFAULT_SESSION_GRACE,
     DEFAULT_SESSION_TTL,
     DEFAULT_WORKERS,
     jsonable,
@@ -110,6 +115,7 @@ def create_openenv_app(
     allowed_hosts: Optional[Sequence[str]] = None,
     shells_per_client: Optional[int] = None,
     test_threads_per_client: int = DEFAULT_TEST_THREADS_PER_CLIENT,
+    session_grace: float = DEFAULT_SESSION_GRACE,
 ) -> FastAPI:
     """An OpenEnv server for GEM ids (run it with uvicorn, or ``gem serve --protocol openenv``).
 
@@ -124,6 +130,7 @@ def create_openenv_app(
     for name, value in (("session_ttl", session_ttl), ("call_timeout", call_timeout)):
         if not value > 0:
             raise ValueError(f"{name} must be positive seconds, got {value!r}.")
+    asked_per_client = max_sessions_per_client
     max_sessions_per_client = per_client_sessions(max_sessions, max_sessions_per_client)
     check_quota_numbers(shells_per_client, test_threads_per_client)
     limits = limits or ServerLimits()
@@ -132,8 +139,7 @@ def create_openenv_app(
         FairScheduler(workers, per_client_workers), call_timeout,
     )
     default_id = env_ids[0] if env_ids and len(env_ids) == 1 else None
-    max_websockets = max(1, limits.max_connections // 2)
-    open_websockets: collections.Counter[str] = collections.Counter()
+    gate = WebSocketGate(limits.max_connections, session_ttl, session_grace, asked_per_client)
 
     def pick_id(env_id: Optional[str]) -> str:
         if env_id is None:
@@ -266,22 +272,18 @@ def create_openenv_app(
     @app.websocket("/ws")
     async def websocket(ws: WebSocket) -> None:
         client = ws.scope.get(CLIENT_SCOPE_KEY, "local")
-        if sum(open_websockets.values()) >= max_websockets or open_websockets[client] >= max_sessions_per_client:
+        if not gate.take(client):
             await ws.accept()
             await ws.send_text(_error(models.CAPACITY_REACHED, "Too many open WebSockets; retry later."))
             await ws.close()  # as OpenEnv: the error, then a normal close
             return
-        open_websockets[client] += 1
         conn = _Connection()
+        clock = gate.clock()
         try:
             await ws.accept()
             while True:
-                try:
-                    message = await asyncio.wait_for(ws.receive(), session_ttl)
-                except asyncio.TimeoutError:
-                    await ws.close(code=1000, reason=f"idle for {session_ttl:g} s")
-                    break
-                if message["type"] == "websocket.disconnect":
+                message = await receive_or_close(ws, clock, conn.session_id is not None, "a reset")
+                if message is None or message["type"] == "websocket.disconnect":
                     break
                 text = message.get("text")
                 if text is None:
@@ -303,9 +305,7 @@ def create_openenv_app(
         except WebSocketDisconnect:
             pass
         finally:
-            open_websockets[client] -= 1
-            if open_websockets[client] <= 0:
-                del open_websockets[client]
+            gate.give(client)
             if conn.session_id is not None:
                 await store.close(conn.session_id)
 
@@ -330,6 +330,8 @@ def create_openenv_app(
             try:
                 out = await store.reset(conn.session_id, reset_data.seed, client)
             except ApiError as exc:
+                if conn.session_id not in store.sessions:  # closed after a timed-out call
+                    conn.session_id = conn.made_with = None
                 return _error_reply(_ws_code(exc, making=False), exc.message)
             conn.episode_id = reset_data.episode_id or secrets.token_hex(8)
             conn.step_count, conn.seed = 0, reset_data.seed
@@ -344,7 +346,7 @@ def create_openenv_app(
             try:
                 out = await store.step(conn.session_id, action.text, client)
             except ApiError as exc:
-                if exc.kind == "unknown_session":  # expired, or closed after a timed-out call
+                if conn.session_id not in store.sessions:  # expired, or closed after a timed-out call
                     conn.session_id = conn.made_with = None
                 return _error_reply(_ws_code(exc, making=False), exc.message)
             conn.step_count += 1
