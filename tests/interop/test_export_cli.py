@@ -182,3 +182,24 @@ def test_the_exported_openenv_app_serves_the_id_with_uvicorn(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_an_id_that_cannot_be_made_here_still_exports_with_a_minimal_plan(tmp_path, monkeypatch, caplog):
+    """Where the id's extra is missing, the package is still written (it installs the extra itself);
+    its runtime plan is one empty reply, and a warning says what to edit."""
+    import json
+    import logging
+
+    import gem
+
+    def missing(*args, **kwargs):
+        raise ImportError("No module named 'wordfreq'")
+
+    monkeypatch.setattr(gem, "make", missing)
+    out = tmp_path / "pkg"
+    with caplog.at_level(logging.WARNING, logger="gem.interop.openenv.export"):
+        assert main(["export", "openenv", "game:GuessTheNumber-v0", str(out), "--no-lock"]) == 0
+    plan = json.loads((out / "validation" / "runtime.json").read_text())
+    assert plan["actions"] == [{"text": ""}] and plan["reset"]["seed"] == 0
+    assert "range: [-1.0, 1.0]" in (out / "openenv.yaml").read_text()
+    assert "Cannot make game:GuessTheNumber-v0" in caplog.text and "wordfreq" in caplog.text

@@ -25,7 +25,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Optional, Union
 
 from gem.envs.registration import spec as lookup_spec
 from gem.interop.wheel import build_gem_wheel
@@ -349,8 +349,9 @@ def _reference_episode(env_id: str, seed: int = 0) -> tuple[list[str], tuple[flo
 
     try:
         env = gem.make(env_id)
-    except ImportError as exc:  # the id's extra is not installed here: a plan of one empty reply
-        logger.warning("Cannot make %s here (%s); its runtime plan is one empty action.", env_id, exc)
+    except Exception as exc:  # e.g. the id's extra is not installed here: a plan of one empty reply
+        logger.warning("Cannot make %s here (%s: %s); its runtime plan is one empty action and its reward "
+                       "range [-1, 1]: edit validation/runtime.json and openenv.yaml.", env_id, type(exc).__name__, exc)
         return [""], (-1.0, 1.0)
     try:
         levels = [float(getattr(env, level)) for level in _reward_levels() if hasattr(env, level)]
