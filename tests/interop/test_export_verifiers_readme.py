@@ -55,7 +55,7 @@ def test_the_readme_eval_line_is_one_vf_eval_accepts(tmp_path):
     done = subprocess.run([*evaluate.split(), "--dry-run", "-o", str(tmp_path / "runs")], capture_output=True,
                           text=True, timeout=300, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (config,) = (tmp_path / "runs").glob("*/configs/*eval*.json")
+    (config,) = (tmp_path / "runs").glob("*/configs/resolved/eval.json")
     resolved = json.loads(config.read_text())
     assert resolved["model"] == "my-model" and resolved["client"]["base_url"] == "http://127.0.0.1:9/v1"
     assert resolved["client"]["api_key_var"] == "OPENAI_API_KEY" and resolved["select"]["limit"] == 10
