@@ -66,6 +66,7 @@ def test_the_readme_eval_line_is_one_vf_eval_accepts(tmp_path):
 
 @pytest.mark.slow  # a fresh environment (verifiers from the index) and two vf-eval runs: minutes
 @pytest.mark.network  # pip and uv fetch verifiers and the null harness's packages
+@pytest.mark.timeout(2400)
 def test_every_readme_line_works_verbatim_in_a_fresh_environment(tmp_path):
     from gem.eval.mock_server import MockServer
     from tests.interop.sse_proxy import SSEProxy
