@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Union
 
 from gem.envs.registration import spec as lookup_spec
+from gem.interop.wheel import build_gem_wheel
 from gem.version import __version__
 
 _TASKSET = '''"""The GEM env {env_id!r} as a verifiers taskset (written by `gem export verifiers`)."""
@@ -113,11 +114,59 @@ class GemTaskset(vf.Taskset[GemTask, GemTasksetConfig]):
             env.close()
 '''
 
-_INIT = '''"""The GEM env {env_id!r} for verifiers: `eval {taskset_id} --num-tasks N`."""
+_INIT = '''"""The GEM env {env_id!r} for verifiers: `vf-eval {taskset_id} -n N ...` (see the README)."""
 
 from {module}.taskset import GemEnv, GemTaskset
 
 __all__ = ["GemEnv", "GemTaskset"]
+'''
+
+_CHECK = '''"""Failed rollouts of vf-eval runs: `python -m {module}.check [OUTPUT_DIR]` (default `outputs`).
+
+vf-eval exits 0 even when rollouts fail (verifiers keeps a failed rollout as data: its errors are
+in the run's traces.jsonl). This lists each failed rollout with its errors and exits 1 if there
+are any, 2 if there is no run.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def failures(output_dir: Path) -> tuple[int, list[str]]:
+    """The number of rollouts under ``output_dir`` and a line for each one that failed."""
+    count, failed = 0, []
+    for traces in sorted(output_dir.glob("**/traces.jsonl")):
+        for number, line in enumerate(traces.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            count += 1
+            episode = json.loads(line)
+            errors = list(episode.get("errors") or [])
+            for trace in episode.get("traces") or []:
+                errors += trace.get("errors") or []
+            if errors or not episode.get("ok", False):
+                what = "; ".join(f"{{e.get('type')}}: {{e.get('message')}}" for e in errors) or "not ok"
+                failed.append(f"{{traces}}:{{number}}: {{what}}")
+    return count, failed
+
+
+def main() -> int:
+    output_dir = Path(sys.argv[1] if len(sys.argv) > 1 else "outputs")
+    count, failed = failures(output_dir)
+    if not count:
+        print(f"no rollouts under {{output_dir}}", file=sys.stderr)
+        return 2
+    for line in failed:
+        print(line)
+    print(f"{{len(failed)}} of {{count}} rollouts failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
 '''
 
 _PYPROJECT = """[build-system]
@@ -129,7 +178,7 @@ name = "{taskset_id}"
 version = "0.1.0"
 description = "The GEM env {env_id} as a verifiers environment"
 requires-python = ">=3.11"
-dependencies = ["verifiers>=0.4", "gem-llm{extras}>={version}"]
+dependencies = ["verifiers>=0.4", "gem-llm{extras}=={version}", "uv"]  # uv: the harness's runtime starts with it
 
 [tool.setuptools]
 packages = ["{module}"]
@@ -142,8 +191,17 @@ The GEM environment `{env_id}` as a verifiers taskset and env. {description}
 Task i is GEM's episode of seed i; the model plays it turn by turn (plain chat, verifiers' `null`
 harness) and the reward is GEM's (`gem_reward`, the episode's total).
 
-    pip install .
-    eval {taskset_id} --model <model> --client.base-url http://host:port/v1 --num-tasks 10
+In a virtual environment (activated: verifiers starts the harness with the `uv` on PATH), from this
+folder; GEM comes from `vendor/`, the wheel of the GEM that wrote this package:
+
+    pip install uv --find-links vendor .
+    export OPENAI_API_KEY=<key>   # any value for a server that takes none (vLLM, SGLang)
+    vf-eval {taskset_id} --model <model> --client.base-url http://127.0.0.1:8000/v1 --client.api-key-var OPENAI_API_KEY -n 10 --no-push
+    python -m {module}.check outputs
+
+`-n` bounds the run (the taskset is endless). vf-eval exits 0 even when rollouts fail (verifiers
+keeps a failed rollout as data, in `outputs/<run>/traces.jsonl`); the last line lists each failed
+rollout with its errors and exits 1 if there is one.
 """
 
 
@@ -155,7 +213,8 @@ def taskset_id(env_id: str) -> str:
 def export_verifiers(env_id: str, directory: Union[str, Path], overwrite: bool = False) -> Path:
     """Write the verifiers package for ``env_id`` into ``directory`` (created); returns it.
 
-    Install it (``pip install DIR``) and run ``eval <taskset id>`` (:func:`taskset_id`).
+    Install it (``pip install uv --find-links DIR/vendor DIR``: GEM comes from the wheel in ``vendor/``)
+    and run ``vf-eval <taskset id> -n N ...`` (:func:`taskset_id`; the README has the command).
     Raises ``FileExistsError`` if ``directory`` is a non-empty directory and not ``overwrite``.
     """
     env_spec = lookup_spec(env_id)
@@ -165,11 +224,13 @@ def export_verifiers(env_id: str, directory: Union[str, Path], overwrite: bool =
     tid = taskset_id(env_id)
     module = tid.replace("-", "_")
     extras = f"[{env_spec.extra}]" if env_spec.extra else ""
+    build_gem_wheel(out / "vendor")
     files = {
         "pyproject.toml": _PYPROJECT.format(taskset_id=tid, env_id=env_id, extras=extras, version=__version__, module=module),
-        "README.md": _README.format(env_id=env_id, taskset_id=tid, description=env_spec.description or ""),
+        "README.md": _README.format(env_id=env_id, taskset_id=tid, module=module, description=env_spec.description or ""),
         f"{module}/__init__.py": _INIT.format(env_id=env_id, taskset_id=tid, module=module),
         f"{module}/taskset.py": _TASKSET.format(env_id=env_id),
+        f"{module}/check.py": _CHECK.format(module=module),
     }
     for relative, text in files.items():
         path = out / relative
