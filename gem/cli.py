@@ -96,6 +96,14 @@ def cmd_list(args: argparse.Namespace) -> int:
         if args.markdown:
             sys.stdout.write(markdown_env_table(args.family))
             return 0
+        if args.versions:
+            from gem.envs.registration import env_version
+
+            ids = gem.list_envs(args.family)
+            width = max((len(i) for i in ids), default=10) + 2
+            for env_id in ids:
+                print(f"{env_id:<{width}}{env_version(env_id)}")
+            return 0
         gem.print_envs(args.family)
     except ValueError as exc:
         print(f"gem: {exc}", file=sys.stderr)
@@ -346,6 +354,10 @@ def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
     p.add_argument("family", nargs="?", help="only this family (game, math, code, qa, ...)")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     p.add_argument("--params", action="store_true", help="print each env's declared parameters (Markdown)")
+    p.add_argument(
+        "--versions", action="store_true",
+        help="print each id's version: a hash of its code, data files and default kwargs (docs/records.md)",
+    )
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser(
