@@ -203,6 +203,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                     record = episode_record(
                         episode, k, messages=getattr(agent, "messages", None), agent=args.agent,
                         model=getattr(args, "model", None), wrappers=args.wrappers,
+                        env_kwargs=_parse_kwargs(args.kwarg),
                     )
                     if fh is not None:
                         fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
