@@ -27,6 +27,8 @@ SUBCOMMANDS: dict[str, str] = {
     "view": "gem.eval.cli:add_view_parser",
     "export": "gem.interop.cli:add_parser",
     "validate": "gem.checks.cli:add_parser",
+    "replay": "gem.records.cli:add_replay_parser",
+    "regrade": "gem.records.cli:add_regrade_parser",
 }
 
 
