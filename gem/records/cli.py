@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 
@@ -25,7 +26,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from gem.records.replay import replay_report
 
     try:
-        report = replay_report(args.run)
+        with contextlib.redirect_stdout(sys.stderr):  # what an env prints must not mix with the report
+            report = replay_report(args.run)
     except FileNotFoundError as exc:
         print(f"gem replay: {exc}", file=sys.stderr)
         return 2
@@ -67,7 +69,8 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     from gem.records.regrade import format_regrade, regrade_report
 
     try:
-        report = regrade_report(args.run)
+        with contextlib.redirect_stdout(sys.stderr):  # what an env prints must not mix with the report
+            report = regrade_report(args.run)
     except FileNotFoundError as exc:
         print(f"gem regrade: {exc}", file=sys.stderr)
         return 2
