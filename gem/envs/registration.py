@@ -282,14 +282,22 @@ def list_envs(family: Optional[str] = None) -> list[str]:
     return [i for i in ids if i.split(":", 1)[0] == family]
 
 
-def env_version(env_id: str) -> str:
-    """The version of ``env_id``: a content hash of its code, data files and default kwargs (12 hex
-    characters; see :mod:`gem.records.versions` for what counts). Computed on first use, then cached."""
-    from gem.records.versions import env_version as _env_version
+def version_manifest(env_id: str) -> dict[str, Any]:
+    """What the version of ``env_id`` hashes: ``{"version", "entry_point", "kwargs", "files":
+    {path: sha256}, "libraries": {module: version}}`` (see :mod:`gem.records.versions`)."""
+    from gem.records.versions import manifest_of_spec
 
     if not isinstance(env_id, str):
         raise UnknownEnvError(_unknown_message(env_id))
-    return _env_version(env_id)
+    env_spec = interop_spec(env_id) or spec(env_id)
+    return manifest_of_spec(env_spec, EXTRA_MODULES.get(env_spec.extra or "", ()))
+
+
+def env_version(env_id: str) -> str:
+    """The version of ``env_id``: a content hash of its code, data files, default kwargs and its
+    extra's libraries (12 hex characters; see :mod:`gem.records.versions` for what counts).
+    Computed on first use, then cached."""
+    return version_manifest(env_id)["version"]
 
 
 def _check_version(env_id: str, version: Any) -> None:

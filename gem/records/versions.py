@@ -21,7 +21,8 @@ same tree gives the same version on every machine. A dataset read from the Huggi
 named by its id in the kwargs, not hashed (it is not on disk until used).
 
 Nothing here runs at ``import gem`` or ``gem list``: versions are computed when asked
-(``gem list --versions``, a record, ``gem.make(id, version=...)``) and cached per process.
+(``gem list --versions``, a record, ``gem.make(id, version=...)``) and cached per process. The
+registry's :func:`gem.envs.registration.env_version` and ``version_manifest`` are the entry points.
 """
 
 from __future__ import annotations
@@ -251,17 +252,7 @@ def _library_version(module: str) -> str:
         return "not installed"
 
 
-def _library_versions(extra: Optional[str]) -> dict[str, str]:
-    if not extra:
-        return {}
-    from gem.envs.registration import EXTRA_MODULES
-
-    return {module: _library_version(module) for module in EXTRA_MODULES.get(extra, ())}
-
-
-def manifest_of_spec(spec: Any) -> dict[str, Any]:
-    """What :func:`env_version` hashes for ``spec`` (an :class:`~gem.envs.registration.EnvSpec`):
-    ``{"version", "entry_point", "kwargs", "files": {path: sha256}, "libraries": {module: version}}``."""
+def _manifest(spec: Any, library_modules: tuple[str, ...]) -> dict[str, Any]:
     entry = spec.entry_point
     if callable(entry):
         module = getattr(entry, "__module__", "") or ""
@@ -277,7 +268,7 @@ def manifest_of_spec(spec: Any) -> dict[str, Any]:
     files = {**code, **_data_files(code, top or _ROOT)}
     digests = {rel: _file_digest(str(path)) for rel, path in sorted(files.items())}
     kwargs = json.loads(canonical_json(spec.kwargs))
-    libraries = _library_versions(getattr(spec, "extra", None))
+    libraries = {name: _library_version(name) for name in library_modules}
     h = hashlib.sha256()
     h.update(f"entry_point\0{entry_name}\n".encode())
     h.update(f"kwargs\0{canonical_json(kwargs)}\n".encode())
@@ -297,26 +288,19 @@ def manifest_of_spec(spec: Any) -> dict[str, Any]:
 _manifests: dict[str, dict[str, Any]] = {}
 
 
-def version_manifest(env_id: str) -> dict[str, Any]:
-    """:func:`manifest_of_spec` of a registered id (cached per process)."""
-    from gem.envs import registration
-
-    spec = registration.interop_spec(env_id) or registration.spec(env_id)
-    key = f"{env_id}\0{spec.entry_point!r}\0{canonical_json(spec.kwargs)}\0{spec.extra}"
+def manifest_of_spec(spec: Any, library_modules: tuple[str, ...] = ()) -> dict[str, Any]:
+    """What a version hashes for ``spec`` (an :class:`~gem.envs.registration.EnvSpec`) and the
+    modules of its extra: ``{"version", "entry_point", "kwargs", "files": {path: sha256},
+    "libraries": {module: version}}``. Cached per process (:func:`clear_cache` forgets)."""
+    key = f"{spec.id}\0{spec.entry_point!r}\0{canonical_json(spec.kwargs)}\0{library_modules}"
     with _lock:
         cached = _manifests.get(key)
     if cached is not None:
         return cached
-    manifest = manifest_of_spec(spec)
+    manifest = _manifest(spec, tuple(library_modules))
     with _lock:
         _manifests[key] = manifest
     return manifest
-
-
-def env_version(env_id: str) -> str:
-    """The version of ``env_id``: 12 hex characters of a sha256 over its code, data files, default
-    kwargs and libraries (see the module's docstring for what counts). Cached per process."""
-    return version_manifest(env_id)["version"]
 
 
 def clear_cache() -> None:

@@ -69,7 +69,7 @@ def test_a_version_covers_code_imported_modules_data_and_kwargs(plugin) -> None:
     env_id = register("test:Versioned-v0")
     first = gem.env_version(env_id)
     assert VERSION.match(first)
-    manifest = versions.version_manifest(env_id)
+    manifest = registration.version_manifest(env_id)
     assert set(manifest["files"]) == {"verpkg/env.py", "verpkg/helper.py", "verpkg/data.json"}
     assert gem.env_version(env_id) == first  # cached, and stable
 
@@ -96,18 +96,18 @@ def test_a_version_covers_code_imported_modules_data_and_kwargs(plugin) -> None:
 
 
 def test_bundled_versions_follow_the_family_code_graders_and_data() -> None:
-    math_files = versions.version_manifest("math:GSM8K")["files"]
+    math_files = registration.version_manifest("math:GSM8K")["files"]
     # The grader, its worker (started by module name) and the family's base are the env's code.
     for rel in ("gem/envs/math_env.py", "gem/envs/single_turn.py", "gem/grading/math_pool.py",
                 "gem/grading/_math_worker.py", "gem/core.py"):
         assert rel in math_files
     assert "gem/envs/registration.py" not in math_files and "gem/eval/runner.py" not in math_files
     assert "gem/envs/game_env/wordle.py" not in math_files
-    assert versions.version_manifest("math:GSM8K")["libraries"].keys() == {"math_verify", "datasets"}
-    wiki = versions.version_manifest("game:WikiGame-v0-easy")["files"]
+    assert registration.version_manifest("math:GSM8K")["libraries"].keys() == {"math_verify", "datasets"}
+    wiki = registration.version_manifest("game:WikiGame-v0-easy")["files"]
     assert "gem/envs/game_env/wikigame/data/wiki.json.gz" in wiki
     assert "gem/envs/webshop/data/catalog.json.gz" not in wiki
-    arithmetic = versions.version_manifest("math:Arithmetic")["files"]
+    arithmetic = registration.version_manifest("math:Arithmetic")["files"]
     assert "gem/data/bundled/arithmetic.jsonl.gz" in arithmetic
     # Ids of one class differ by their kwargs.
     assert gem.env_version("game:Wordle-v0-easy") != gem.env_version("game:Wordle-v0-hard")
