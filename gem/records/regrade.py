@@ -4,7 +4,8 @@ Each finished episode's actions (the final answer, the program, the commands tha
 workspace) are re-played against today's env from the recorded seed, kwargs and wrappers
 (:func:`gem.records.replay.play_record`), and the verdict it earns now (total reward, success,
 grading status) is compared with the recorded one. Episodes that ended in an error have no
-verdict to compare and are skipped.
+verdict to compare and are skipped, and so are episodes whose seed gives another problem today
+(the recorded reference answer ``gold`` differs from the env's): their answer was to another task.
 """
 
 from __future__ import annotations
@@ -34,6 +35,21 @@ def recorded_verdict(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _ungraded(status: Any) -> Any:
+    """``None`` for a graded answer (``"ok"``, or an env that does not report grading), else the status."""
+    return None if status in (None, "ok") else status
+
+
+def verdict_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether the reward, success or grading changed. An env that did not report its grading
+    (older records, games) and one that reports ``"ok"`` agree; ``"timeout"``/``"error"`` do not."""
+    return (
+        old["total_reward"] != new["total_reward"]
+        or old["success"] != new["success"]
+        or _ungraded(old["grading_status"]) != _ungraded(new["grading_status"])
+    )
+
+
 def regrade_report(run: str | Path) -> dict[str, Any]:
     """``gem regrade RUN``'s report: every changed verdict, totals by env, skipped episodes."""
     records, problems = read_records(run)
@@ -61,6 +77,13 @@ def regrade_report(run: str | Path) -> dict[str, Any]:
                 totals["skipped"] += 1
                 skipped.append({"key": record["key"], "env_id": env_id, "reason": reason})
                 continue
+            if record.get("gold") is not None and played.extras.get("gold") != record["gold"]:
+                totals["skipped"] += 1
+                skipped.append({"key": record["key"], "env_id": env_id, "reason": (
+                    f"seed {record.get('seed')} gives another problem today (reference answer "
+                    f"{played.extras.get('gold')!r:.60}, recorded {record['gold']!r:.60}); its answer cannot be regraded"
+                )})
+                continue
             old = recorded_verdict(record)
             new = {"total_reward": played.total_reward, "success": played.success,
                    "grading_status": played.grading_status}
@@ -69,7 +92,7 @@ def regrade_report(run: str | Path) -> dict[str, Any]:
             totals["new_success"] += bool(new["success"])
             totals["old_reward"] += old["total_reward"] or 0.0
             totals["new_reward"] += new["total_reward"]
-            if any(old[k] != new[k] for k in VERDICT):
+            if verdict_changed(old, new):
                 totals["changed"] += 1
                 changed.append({
                     "key": record["key"], "env_id": env_id, "seed": record.get("seed"),
@@ -98,6 +121,8 @@ def format_change(change: dict[str, Any]) -> str:
     old, new = change["old"], change["new"]
     parts = []
     for k in VERDICT:
+        if k == "grading_status" and _ungraded(old[k]) == _ungraded(new[k]):
+            continue
         if old[k] != new[k]:
             parts.append(f"{k} {old[k]!r} -> {new[k]!r}")
     return f"{change['key']} (seed {change['seed']}): " + ", ".join(parts)

@@ -247,6 +247,7 @@ def play_record(record: dict[str, Any], cache: EnvCache, compare: bool = True) -
     played.success = episode.success
     status = (episode.steps[-1].get("info") or {}).get("grading") if episode.steps else None
     played.grading_status = episode.grading.get("status") if episode.grading else status
+    played.extras["gold"] = episode.gold
     return played
 
 
