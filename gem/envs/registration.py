@@ -313,7 +313,7 @@ def _check_version(env_id: str, version: Any) -> None:
         )
 
 
-def make(env_id: str, version: Optional[str] = None, **kwargs: Any) -> Env:
+def make(env_id: str, *, version: Optional[str] = None, **kwargs: Any) -> Env:
     """Build the env registered as ``env_id``; ``kwargs`` override the spec's defaults.
 
     ``version`` (from ``gem list --versions`` or a record's ``env_version``): refuse to build the env
