@@ -30,6 +30,7 @@ _LAZY = {
     "make_vec": ("gem.vector", "make_vec"),
     "MultiAgentEnv": ("gem.envs.multiagent.base", "MultiAgentEnv"),
     "validate": ("gem.checks", "validate"),
+    "env_version": ("gem.envs.registration", "env_version"),
 }
 # Submodules that `import gem` used to import and no longer does: `gem.vector` still works after `import gem`.
 _LAZY_SUBMODULES = ("vector", "params")

@@ -27,6 +27,8 @@ SUBCOMMANDS: dict[str, str] = {
     "view": "gem.eval.cli:add_view_parser",
     "export": "gem.interop.cli:add_parser",
     "validate": "gem.checks.cli:add_parser",
+    "replay": "gem.records.cli:add_replay_parser",
+    "regrade": "gem.records.cli:add_regrade_parser",
 }
 
 
@@ -95,6 +97,14 @@ def cmd_list(args: argparse.Namespace) -> int:
             return 0
         if args.markdown:
             sys.stdout.write(markdown_env_table(args.family))
+            return 0
+        if args.versions:
+            from gem.envs.registration import env_version
+
+            ids = gem.list_envs(args.family)
+            width = max((len(i) for i in ids), default=10) + 2
+            for env_id in ids:
+                print(f"{env_id:<{width}}{env_version(env_id)}")
             return 0
         gem.print_envs(args.family)
     except ValueError as exc:
@@ -195,6 +205,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                     record = episode_record(
                         episode, k, messages=getattr(agent, "messages", None), agent=args.agent,
                         model=getattr(args, "model", None), wrappers=args.wrappers,
+                        env_kwargs=_parse_kwargs(args.kwarg),
                     )
                     if fh is not None:
                         fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
@@ -346,6 +357,10 @@ def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
     p.add_argument("family", nargs="?", help="only this family (game, math, code, qa, ...)")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     p.add_argument("--params", action="store_true", help="print each env's declared parameters (Markdown)")
+    p.add_argument(
+        "--versions", action="store_true",
+        help="print each id's version: a hash of its code, data files and default kwargs (docs/records.md)",
+    )
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser(

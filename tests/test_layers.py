@@ -102,6 +102,11 @@ LAYER_OF: dict[str, str] = {
     "gem/checks/": "checks",
     "gem/utils/env_checker.py": "checks",  # the original path of gem.checks.env_checker
     "gem/envs/multiagent/checker.py": "checks",  # the original path of gem.checks.multiagent_checker
+    "gem/records/versions.py": "registration",  # env versions: the registry's make(version=...) uses them
+    "gem/records/__init__.py": "registration",  # imports nothing
+    "gem/records/schema.py": "base",  # the trajectory JSON Schema and its checker
+    "gem/records/writer.py": "rollout",  # an Episode as a trajectory record
+    "gem/records/": "apps",  # replay and regrade
     "gem/eval/": "apps",
     "gem/server/": "apps",
     "gem/rl/": "apps",
@@ -111,6 +116,7 @@ LAYER_OF: dict[str, str] = {
     "gem/checks/cli.py": "cli",
     "gem/server/cli.py": "cli",
     "gem/rl/cli.py": "cli",
+    "gem/records/cli.py": "cli",
     "gem/interop/cli.py": "cli",
 }
 

@@ -282,8 +282,42 @@ def list_envs(family: Optional[str] = None) -> list[str]:
     return [i for i in ids if i.split(":", 1)[0] == family]
 
 
-def make(env_id: str, **kwargs: Any) -> Env:
+def version_manifest(env_id: str) -> dict[str, Any]:
+    """What the version of ``env_id`` hashes: ``{"version", "entry_point", "kwargs", "files":
+    {path: sha256}, "libraries": {module: version}}`` (see :mod:`gem.records.versions`)."""
+    from gem.records.versions import manifest_of_spec
+
+    if not isinstance(env_id, str):
+        raise UnknownEnvError(_unknown_message(env_id))
+    env_spec = interop_spec(env_id) or spec(env_id)
+    return manifest_of_spec(env_spec, EXTRA_MODULES.get(env_spec.extra or "", ()))
+
+
+def env_version(env_id: str) -> str:
+    """The version of ``env_id``: a content hash of its code, data files, default kwargs and its
+    extra's libraries (12 hex characters; see :mod:`gem.records.versions` for what counts).
+    Computed on first use, then cached."""
+    return version_manifest(env_id)["version"]
+
+
+def _check_version(env_id: str, version: Any) -> None:
+    if not isinstance(version, str) or not version:
+        raise ValueError(f"version must be a version string from `gem list --versions`, got {version!r}.")
+    current = env_version(env_id)
+    if version != current:
+        raise ValueError(
+            f"{env_id} is at version {current}, not {version}: its code, data or default kwargs changed "
+            f"since that version was recorded. Use version={current!r} (or no version) to run today's env, "
+            f"or install the GEM release that recorded {version} to reproduce it exactly; "
+            "`gem replay RUN_DIR` shows whether the episodes still play the same."
+        )
+
+
+def make(env_id: str, *, version: Optional[str] = None, **kwargs: Any) -> Env:
     """Build the env registered as ``env_id``; ``kwargs`` override the spec's defaults.
+
+    ``version`` (from ``gem list --versions`` or a record's ``env_version``): refuse to build the env
+    unless its current version is that one (``ValueError`` naming the current version).
 
     ``seed=`` (as ``make_vec`` passes it) seeds the env's generators, so a later ``reset()``
     without a seed is reproducible. Unknown ids raise :class:`UnknownEnvError` (a ``KeyError`` and
@@ -294,7 +328,10 @@ def make(env_id: str, **kwargs: Any) -> Env:
     if not isinstance(env_id, str):
         raise UnknownEnvError(_unknown_message(env_id))
     outside = interop_spec(env_id)  # openenv:/verifiers:/gymnasium: ids (see interop_spec)
-    return _make_from_spec(outside or spec(env_id), kwargs)
+    env_spec = outside or spec(env_id)
+    if version is not None:
+        _check_version(env_id, version)
+    return _make_from_spec(env_spec, kwargs)
 
 
 def _make_from_spec(env_spec: EnvSpec, kwargs: dict[str, Any]) -> Env:

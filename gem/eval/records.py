@@ -1,6 +1,8 @@
 """Episode records: one JSON object per episode in ``OUT/episodes.jsonl`` (written, read, resumed).
 
-A record holds the run's identity (``key`` = ``env_id#index``, ``env_id``, ``index``, ``sample``,
+A record is one trajectory of GEM's schema (:mod:`gem.records`, docs/records.md: ``schema_version``,
+``env_version``, ``kwargs``, ``wrappers``, ``rewards``, ``grading_status``, per-turn ``token_source``
+and token ids...) with ``gem eval``'s own fields. It holds the run's identity (``key`` = ``env_id#index``, ``env_id``, ``index``, ``sample``,
 ``seed``), its outcome (``status`` ``ok``/``error``, ``error``, ``success``, ``total_reward``,
 ``task_reward``, ``tool_bonus``, ``terminated``, ``truncated``, ``infra_error``, ``grading``), what
 happened (``observation0``, ``messages``, ``turns`` with each turn's ``finish_reason`` and
@@ -32,10 +34,30 @@ def episode_record(
     index: int,
     sample: int = 0,
     messages: Optional[list[dict[str, Any]]] = None,
+    *,
+    env_kwargs: Optional[dict[str, Any]] = None,
+    sampling: Optional[dict[str, Any]] = None,
+    calls: Optional[Sequence[dict[str, Any]]] = None,
     **extra: Any,
 ) -> dict[str, Any]:
-    """The JSON record of ``episode`` (``extra``: run fields such as ``agent``, ``model``)."""
+    """The JSON record of ``episode``: the trajectory schema's fields (:mod:`gem.records`) and
+    ``gem eval``'s own (``extra``: run fields such as ``agent``, ``model``, ``wrappers``).
+
+    ``env_kwargs``: the kwargs the env was made with; ``sampling``: the model's sampling settings;
+    ``calls``: the agent's call records, one per turn (token ids in them are kept).
+    """
+    from gem.records.writer import trajectory_record
+
     env_id = str(episode.env_id)
+    schema_fields = trajectory_record(
+        episode,
+        env_kwargs=env_kwargs,
+        wrappers=str(extra.get("wrappers") or ""),
+        agent=extra.get("agent"),
+        model=extra.get("model"),
+        sampling=sampling,
+        calls=calls,
+    )
     return {
         "key": episode_key(env_id, index),
         "env_id": env_id,
@@ -63,6 +85,7 @@ def episode_record(
         "grading": episode.grading,
         "gold": episode.gold,
         "seconds": round(episode.seconds, 4),
+        **schema_fields,
     }
 
 

@@ -231,15 +231,24 @@ class EvalRunner:
                 pool.put(env_id, env)
         if episode.error is not None:
             logger.warning("episode %s#%d failed: %s", env_id, index, episode.error)
+        calls = getattr(agent, "calls", None) if cfg.agent == "openai" else None
         return episode_record(
             episode,
             index,
             sample=index % cfg.repeats,
             messages=getattr(agent, "messages", None),
+            env_kwargs=cfg.env_kwargs,
+            sampling=self.sampling() if cfg.agent == "openai" else None,
+            calls=calls if isinstance(calls, list) else ([] if cfg.agent == "openai" else None),
             agent=cfg.agent,
             model=cfg.model,
             wrappers=cfg.wrappers,
         )
+
+    def sampling(self) -> dict[str, Any]:
+        """The sampling settings each model request carries (unset ones are the server's defaults)."""
+        cfg = self.config
+        return {"temperature": cfg.temperature, "top_p": cfg.top_p, "max_tokens": cfg.max_tokens}
 
     # --------------------------------------------------------------------- run
     async def _prepare(self, pool: _EnvPool, env_ids: list[str]) -> None:

@@ -431,3 +431,36 @@ def test_the_mock_servers_request_log_is_bounded(monkeypatch) -> None:
         assert client.post("/v1/chat/completions", json=body).status_code == 200
     log = client.app.state.stats["log"]
     assert [entry["body"]["messages"][0]["content"] for entry in log] == ["hello 2", "hello 3", "hello 4"]
+
+
+def test_every_episode_gem_eval_writes_follows_the_trajectory_schema(mock_server, tmp_path) -> None:
+    from gem.records.schema import SCHEMA_VERSION, record_problems
+
+    server = mock_server(env_ids=ENVS, fail_seeds=[1])
+    out = tmp_path / "run"
+    assert _eval(
+        server, out, GAME, MATH,
+        extra=("--episodes", "3", "--retries", "0", "--temperature", "0.5", "--kwarg", "max_turns=12"),
+    ) == 0
+    records = read_episodes(out)
+    assert len(records) == 6 and any(r["status"] == "error" for r in records)  # an errored one is a record too
+    for rec in records:
+        assert record_problems(rec) == [], rec["key"]
+        assert rec["schema_version"] == SCHEMA_VERSION
+        assert rec["env_version"] == gem.env_version(rec["env_id"])
+        assert rec["kwargs"] == {"max_turns": 12} and rec["wrappers"] == ""
+        assert rec["policy"] == {"agent": "openai", "model": "solver", "sampling": {"temperature": 0.5}}
+        assert rec["rewards"] == [t["reward"] for t in rec["turns"]]
+        # The mock server returns text only: no turn claims token ids.
+        assert all(t["token_source"] == "none" and t["completion_token_ids"] is None for t in rec["turns"])
+        assert all(t["sampling"] == {"temperature": 0.5} for t in rec["turns"])
+    math_ok = [r for r in records if r["env_id"] == MATH and r["status"] == "ok"]
+    assert math_ok and all(r["grading_status"] == "ok" for r in math_ok)
+    assert all(r["grading_status"] is None for r in records if r["env_id"] == GAME)  # games do not grade
+    # A record that drops a field or claims ids without saying where they came from is caught.
+    bad = dict(math_ok[0], env_version=None)
+    del bad["seed"]
+    assert any("seed" in p for p in record_problems(bad))
+    forged = json.loads(json.dumps(math_ok[0]))
+    forged["turns"][0]["completion_token_ids"] = [1, 2, 3]
+    assert any("token_source 'none'" in p for p in record_problems(forged))
