@@ -204,7 +204,8 @@ class AsyncCollector:
                 if not 1 <= len(self._next_group) <= self.slots:
                     raise ValueError(f"A group of {len(self._next_group)} episodes does not fit {self.slots} slots.")
             group = self._next_group
-            if self.in_flight + len(group) > self.slots or self._started + len(group) > limit:
+            admitted = self._started - self.stats["dropped"]  # a dropped episode frees its admission
+            if self.in_flight + len(group) > self.slots or admitted + len(group) > limit:
                 return
             self._next_group = None
             group_no, self._group_no = self._group_no, self._group_no + 1
