@@ -7,7 +7,10 @@ running episode, steps their envs one after the other, and the batch ends with i
 * env steps (and resets) run concurrently on a thread pool, so an env whose step waits (a sandboxed
   tool call, a remote server) does not hold up the others;
 * as soon as at least ``min_batch`` episodes await an action (or nothing else is in flight), the
-  policy generates for them in one batch while the other episodes' steps go on;
+  policy generates for them in one batch while the other episodes' steps go on (by default
+  ``min_batch`` is ``slots``: a generation waits for every episode in flight, which is fastest
+  when a generation costs about the same for any batch size and more than an env step, as on a
+  CPU; lower it when env steps take much longer than a generation, so the two overlap);
 * a finished episode leaves its slot at once and the next episode starts in it (continuous
   batching: the generation batch stays full);
 * :meth:`AsyncCollector.collect` returns once ``batch_size`` episodes have finished, in whole groups
@@ -86,8 +89,8 @@ class AsyncCollector:
         slots: the most episodes in flight (at least the largest group).
         staleness: ``K``, the most policy versions a turn may lag the update that uses it.
         max_turns: the turn cap per episode (an episode still running after it is ``truncated``).
-        min_batch: generate as soon as this many episodes await an action (default: half the
-            slots); fewer only when nothing else is in flight.
+        min_batch: generate as soon as this many episodes await an action (default: ``slots``);
+            fewer only when nothing else is in flight.
         threads: env steps in flight at once (default: ``slots``).
     """
 
@@ -114,7 +117,7 @@ class AsyncCollector:
         self.pool, self.policy = pool, policy
         self._groups: Iterator[Sequence[EpisodeRequest]] = iter(groups)
         self.batch_size, self.slots, self.staleness, self.max_turns = batch_size, slots, staleness, max_turns
-        self.min_batch = min_batch or max(1, slots // 2)
+        self.min_batch = min_batch or slots
         self._seeds_ok = accepts_seeds(policy)
         self._executor = ThreadPoolExecutor(max_workers=threads or slots, thread_name_prefix="gem-collect")
         self.version = 0
@@ -128,7 +131,7 @@ class AsyncCollector:
         self._group_dropped: set[int] = set()
         self._done: list[tuple[int, list[Trajectory]]] = []  # whole groups, in finishing order
         self.stats = {"started": 0, "finished": 0, "dropped": 0, "refills": 0, "generate_calls": 0,
-                      "generated_rows": 0, "max_in_flight": 0}
+                      "generated_rows": 0, "max_in_flight": 0, "generate_seconds": 0.0}
 
     # ------------------------------------------------------------------ public
     @property
@@ -138,11 +141,17 @@ class AsyncCollector:
 
     def collect(self) -> list[Trajectory]:
         """Play until ``batch_size`` episodes have finished (whole groups); return them grouped, in
-        the order their groups finished. Fewer only when the groups run out."""
+        the order their groups finished. Fewer only when the groups run out. Between two calls the
+        policy may change (then call :meth:`policy_updated`); more than ``staleness + 1`` calls
+        without it raise ``RuntimeError``."""
         while self._done_count() < self.batch_size:
             self._fill()
             if not self._ready and not self._pending:
-                break  # nothing left to play, or admission waits for the next policy version
+                if not self._exhausted:  # every episode this version admits has been handed out
+                    raise RuntimeError(
+                        f"collect() has handed out every episode that staleness {self.staleness} admits at "
+                        f"policy version {self.version}; call policy_updated() after each update.")
+                break  # nothing left to play
             if self._ready and (len(self._ready) >= self.min_batch or not self._pending):
                 self._generate()
             else:
@@ -231,7 +240,9 @@ class AsyncCollector:
             seeds = [sampling_seed(s.request.sample_seed, len(ep.trajectory)) for s, ep in zip(batch, episodes)]
         t0 = time.perf_counter()
         gens = generate(self.policy, [ep.prompt for ep in episodes], seeds)
-        share = (time.perf_counter() - t0) / len(batch)
+        seconds = time.perf_counter() - t0
+        share = seconds / len(batch)
+        self.stats["generate_seconds"] += seconds
         self.stats["generate_calls"] += 1
         self.stats["generated_rows"] += len(batch)
         for slot, gen in zip(batch, gens):
