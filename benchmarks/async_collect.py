@@ -37,7 +37,7 @@ import os
 import statistics
 import sys
 import time
-from typing import Any, Optional
+from typing import Any
 
 from gem.core import Env
 
@@ -81,12 +81,12 @@ class LongTailToolEnv(Env):
     same observations and rewards.
     """
 
-    def __init__(self, latency: float = 0.1, seed: Optional[int] = None) -> None:
+    def __init__(self, latency: float = 0.1, seed: int | None = None) -> None:
         self.latency = float(latency)
         self.length, self.turn, self.total = 1, 0, 0
         self.delays: list[float] = []
 
-    def reset(self, seed: Optional[int] = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
         super().reset(seed)
         self.length = episode_length(self.np_random)
         self.delays = [float(d) for d in self.np_random.uniform(0.5 * self.latency, 1.5 * self.latency, self.length)]

@@ -68,7 +68,7 @@ class EpisodeRequest:
 class _Slot:
     """An episode in flight: its env, its group number and its :class:`RunningEpisode`."""
 
-    __slots__ = ("request", "env", "group_no", "member", "index", "episode", "dropped")
+    __slots__ = ("dropped", "env", "episode", "group_no", "index", "member", "request")
 
     def __init__(self, request: EpisodeRequest, env: Any, group_no: int, member: int, index: int) -> None:
         self.request, self.env = request, env
@@ -190,7 +190,7 @@ class AsyncCollector:
         self._ready.clear()
         self._pending.clear()
 
-    def __enter__(self) -> AsyncCollector:
+    def __enter__(self) -> AsyncCollector:  # noqa: PYI034 -- typing.Self needs Python 3.11
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -188,7 +188,7 @@ def _check_sample_seeds(policy: Any, sample_seeds: Sequence[int] | None, n: int)
                          f"{type(policy).__name__}.generate does not.")
 
 
-def _turn_seeds(episodes: Sequence["RunningEpisode"]) -> list[int] | None:
+def _turn_seeds(episodes: Sequence[RunningEpisode]) -> list[int] | None:
     if not episodes or episodes[0].sample_seed is None:
         return None
     return [sampling_seed(ep.sample_seed, len(ep.trajectory)) for ep in episodes]

@@ -32,13 +32,13 @@ and decodes greedily, which samples from the same distribution (the Gumbel-max t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Optional, Union
+from typing import Any
 
 import torch
 
 SAMPLERS = ("plain", "static", "prefix")
 
-Generators = Union[torch.Generator, Sequence[torch.Generator], None]
+Generators = torch.Generator | Sequence[torch.Generator] | None
 
 
 def left_pad(prompt_ids: Sequence[Sequence[int]], pad_id: int, multiple: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
@@ -295,9 +295,9 @@ def sample_prefix(
 
 
 def _pick_token(
-    logits: "torch.Tensor", t: int, done: "torch.Tensor", min_new_tokens: int, eos_id: Optional[int],
+    logits: torch.Tensor, t: int, done: torch.Tensor, min_new_tokens: int, eos_id: int | None,
     temperature: float, greedy: bool, generator: Generators, pad_id: int,
-) -> tuple["torch.Tensor", "torch.Tensor"]:
+) -> tuple[torch.Tensor, torch.Tensor]:
     """One decoding step's token per row (``pad_id`` for finished rows) and its log-probability; EOS
     is masked before ``min_new_tokens``. Shared by the static-cache and prefix samplers. With one
     generator per row, each row draws from its own stream."""
