@@ -312,3 +312,18 @@ def test_benchmark_reports_identical_episodes():
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["identical_episodes"] is True
     assert result["sync_seconds"] > 0 and result["async_seconds"] > 0 and result["speedup"] > 0
+
+
+def test_gem_train_collects_async_with_a_task_sampler(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from gem.rl.train import main
+
+    out = tmp_path / "tasks"
+    code = main(["--model", "tiny", "--env", f"{ENV_ID},game:GuessTheNumber-v0-easy", "--task-sampler", "sequential",
+                 "--collect", "async", "--steps", "2", "--num-envs", "4", "--group-size", "2", "--max-new-tokens", "3",
+                 "--max-turns", "4", "--save-every", "0", "--quiet", "--output-dir", str(out)])
+    assert code == 0
+    rows = list(csv.DictReader((out / "tasks.csv").open()))
+    played = {r["task"]: int(r["groups"]) for r in rows if r["step"] == "1"}
+    assert played == {ENV_ID: 1, "game:GuessTheNumber-v0-easy": 1}  # round robin over the two ids
