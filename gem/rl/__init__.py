@@ -3,8 +3,10 @@
 * :mod:`gem.rl.estimators` (NumPy only): per-turn discounted returns, Return Batch Normalization
   (ReBN), GRPO group normalization, GAE over turns with a turn-level value.
 * :mod:`gem.rl.losses` (torch, imported when used): REINFORCE and clipped PPO policy losses over token
-  masks, and the value loss.
+  masks, truncated importance weights for stale turns, and the value loss.
 * :mod:`gem.rl.collect`: multi-turn episodes from a vector env, as per-turn transitions (``gem.rl.rollout`` is its former path).
+* :mod:`gem.rl.async_collect`: the same episodes collected asynchronously (concurrent env steps,
+  continuous batching, bounded staleness; ``gem train --collect async``).
 * :mod:`gem.rl.models`: ``--model`` resolution; GGUF files become cached ``transformers`` checkpoints.
 * :mod:`gem.rl.sampling` (torch): ``model.generate`` and a static-KV-cache decoding loop.
 * :mod:`gem.rl.task_sampler`: which env id each group plays (uniform, sequential, learnability per cost).

@@ -10,11 +10,17 @@ running until every one has ended, and returns one :class:`Trajectory` per env. 
 response tokens, the sampling log-probs, the turn's reward and, after :func:`assign_advantages`, its
 discounted return and advantage.
 
+``sample_seeds`` gives each episode its own sampling stream: turn ``t`` of the episode with key
+``k`` is sampled with the seed :func:`sampling_seed` ``(k, t)``, whatever else shares its batch, so
+the same seeds give the same episodes token for token (policies take ``seeds=`` in ``generate``).
+:mod:`gem.rl.async_collect` collects the same episodes without waiting for the longest one.
+
 This module imports neither torch nor transformers.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from collections.abc import Hashable, Sequence
@@ -43,7 +49,31 @@ class Generation:
 
 class Policy(Protocol):
     def generate(self, prompts: Sequence[str]) -> list[Generation]:
-        """One :class:`Generation` per prompt."""
+        """One :class:`Generation` per prompt (a policy may also take ``seeds=``, one per prompt)."""
+
+
+def sampling_seed(*parts: int) -> int:
+    """A 63-bit seed mixed from ``parts`` (``numpy.random.SeedSequence``): e.g. (run seed, episode
+    index) for an episode's key, (key, turn) for one turn's sampling stream."""
+    words = [int(p) % 2**63 for p in parts]
+    return int(np.random.SeedSequence(words).generate_state(1, np.uint64)[0]) >> 1
+
+
+def accepts_seeds(policy: Any) -> bool:
+    """Whether ``policy.generate`` takes ``seeds=`` (one sampling seed per prompt)."""
+    try:
+        params = inspect.signature(policy.generate).parameters
+    except (TypeError, ValueError):
+        return False
+    return "seeds" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def generate(policy: Any, prompts: Sequence[str], seeds: Sequence[int] | None = None) -> list[Generation]:
+    """``policy.generate`` (with ``seeds`` when given), checked to return one generation per prompt."""
+    gens = policy.generate(list(prompts)) if seeds is None else policy.generate(list(prompts), seeds=list(seeds))
+    if len(gens) != len(prompts):
+        raise RuntimeError(f"policy.generate returned {len(gens)} generations for {len(prompts)} prompts.")
+    return gens
 
 
 @dataclass
@@ -62,6 +92,7 @@ class Transition:
     advantage: float = 0.0
     prompt: str = ""
     seconds: float = 0.0  # this turn's share of the wall time: generate + env step, split over the running episodes
+    version: int = 0  # the policy version that sampled this turn (async collection; 0 in sync collection)
 
 
 @dataclass
@@ -98,6 +129,7 @@ def collect_episodes(
     seeds: Sequence[int | None] | None = None,
     groups: Sequence[Hashable] | None = None,
     max_turns: int = 100,
+    sample_seeds: Sequence[int] | None = None,
 ) -> list[Trajectory]:
     """Play one episode in every env of ``vec_env`` with ``policy``; return them in env order.
 
@@ -108,6 +140,9 @@ def collect_episodes(
             stream.
         groups: the group id of each env's episode (defaults to its seed, else its index).
         max_turns: a safety cap; an episode still running after it is marked ``truncated``.
+        sample_seeds: one sampling key per env's episode: turn ``t`` is sampled with
+            ``sampling_seed(key, t)`` (the policy must take ``seeds=``); ``None``: the policy's own
+            stream, shared by the batch.
     """
     n = vec_env.num_envs
     if max_turns < 1:
@@ -118,55 +153,92 @@ def collect_episodes(
         groups = list(seeds) if seeds is not None else list(range(n))
     elif len(groups) != n:
         raise ValueError(f"Got {len(groups)} group ids for {n} envs.")
+    _check_sample_seeds(policy, sample_seeds, n)
     obs, infos = vec_env.reset(seed=list(seeds) if seeds is not None else None)
-    episodes = [Trajectory(i, vec_env.env_ids[i], groups[i]) for i in range(n)]
     # The bookkeeping every GEM loop shares (success, truncation, tool bonus, infra failures).
     levels = _success_rewards(vec_env)
-    books = [
-        EpisodeRecorder(
-            env_id=vec_env.env_ids[i], seed=None if seeds is None else seeds[i], max_steps=max_turns,
-            record=False, success_reward=levels[i],
+    live = [
+        RunningEpisode(
+            Trajectory(i, vec_env.env_ids[i], groups[i]), obs[i], infos[i], max_turns,
+            seed=None if seeds is None else seeds[i], success_reward=levels[i],
+            sample_seed=None if sample_seeds is None else sample_seeds[i],
         )
         for i in range(n)
     ]
-    for i in range(n):
-        books[i].start(obs[i], infos[i])
-    current = list(obs)
-    prompts = [user_content(o, info) for o, info in zip(obs, infos)]
     active = list(range(n))
-    turn = 0
     while active:
         t_turn = time.perf_counter()
-        gens = policy.generate([prompts[i] for i in active])
-        if len(gens) != len(active):
-            raise RuntimeError(f"policy.generate returned {len(gens)} generations for {len(active)} prompts.")
+        gens = generate(policy, [live[i].prompt for i in active], _turn_seeds([live[i] for i in active]))
         actions = {i: g.text for i, g in zip(active, gens)}
         next_obs, rewards, terminated, truncated, infos = vec_env.step(actions)
         share = (time.perf_counter() - t_turn) / len(active)
         for k, i in enumerate(active):
-            g = gens[k]
-            episodes[i].transitions.append(Transition(
-                observation=current[i], action=g.text, prompt_ids=list(g.prompt_ids),
-                response_ids=list(g.response_ids), logprobs=list(g.logprobs), reward=float(rewards[k]),
-                turn=turn, value=g.value, prompt=prompts[i], seconds=share,
-            ))
-            ended = bool(terminated[k] or truncated[k])
-            final = infos[k].get("final_info", infos[k]) if ended else infos[k]
-            books[i].begin_turn()
-            books[i].add_turn(g.text, next_obs[k], rewards[k], terminated[k], truncated[k], final)
-            if not ended:
-                current[i] = next_obs[k]
-                prompts[i] = user_content(next_obs[k], infos[k])
-        active = [i for i in active if books[i].running]
-        turn += 1
-    for i, ep in enumerate(episodes):
-        book = books[i].finish()
+            live[i].record(gens[k], next_obs[k], rewards[k], terminated[k], truncated[k], infos[k], share)
+        active = [i for i in active if live[i].running]
+    return [ep.finish() for ep in live]
+
+
+def _check_sample_seeds(policy: Any, sample_seeds: Sequence[int] | None, n: int) -> None:
+    if sample_seeds is None:
+        return
+    if len(sample_seeds) != n:
+        raise ValueError(f"Got {len(sample_seeds)} sample seeds for {n} episodes.")
+    if not accepts_seeds(policy):
+        raise ValueError(f"sample_seeds needs a policy whose generate takes seeds=; "
+                         f"{type(policy).__name__}.generate does not.")
+
+
+def _turn_seeds(episodes: Sequence[RunningEpisode]) -> list[int] | None:
+    if not episodes or episodes[0].sample_seed is None:
+        return None
+    return [sampling_seed(ep.sample_seed, len(ep.trajectory)) for ep in episodes]
+
+
+class RunningEpisode:
+    """One episode in flight: its :class:`Trajectory`, the bookkeeping every GEM loop shares
+    (:class:`gem.rollout.EpisodeRecorder`: success, truncation, tool bonus, infra failures) and the
+    prompt the policy sees next. The sync and async collectors both record turns through it."""
+
+    def __init__(self, trajectory: Trajectory, observation: str, info: dict[str, Any], max_turns: int,
+                 seed: int | None = None, success_reward: float | None = None,
+                 sample_seed: int | None = None) -> None:
+        self.trajectory = trajectory
+        self.sample_seed = sample_seed
+        self.book = EpisodeRecorder(env_id=trajectory.env_id, seed=seed, max_steps=max_turns, record=False,
+                                    success_reward=success_reward)
+        self.book.start(observation, info)
+        self.observation = observation
+        self.prompt = user_content(observation, info)
+
+    @property
+    def running(self) -> bool:
+        return self.book.running
+
+    def record(self, gen: Generation, next_obs: str, reward: float, terminated: bool, truncated: bool,
+               info: dict[str, Any], seconds: float, version: int = 0) -> None:
+        """The turn's generation and the env's answer to it."""
+        self.trajectory.transitions.append(Transition(
+            observation=self.observation, action=gen.text, prompt_ids=list(gen.prompt_ids),
+            response_ids=list(gen.response_ids), logprobs=list(gen.logprobs), reward=float(reward),
+            turn=len(self.trajectory.transitions), value=gen.value, prompt=self.prompt, seconds=seconds,
+            version=version,
+        ))
+        ended = bool(terminated or truncated)
+        final = info.get("final_info", info) if ended else info
+        self.book.begin_turn()
+        self.book.add_turn(gen.text, next_obs, reward, terminated, truncated, final)
+        if not ended:
+            self.observation = next_obs
+            self.prompt = user_content(next_obs, info)
+
+    def finish(self) -> Trajectory:
+        """Decide success and truncation; returns the trajectory."""
+        book = self.book.finish()
+        ep = self.trajectory
         ep.terminated, ep.truncated = book.terminated, book.truncated
         ep.success = book.success
         ep.infra_error = book.infra_error
-        if book.truncated and not book.terminated and not books[i].ended:
-            logger.debug("episode in env %d cut at max_turns=%d", i, max_turns)
-    return episodes
+        return ep
 
 
 class EnvPool:
@@ -175,14 +247,33 @@ class EnvPool:
     ``vector(env_ids)`` returns a :class:`gem.vector.SyncVectorEnv` whose ``k``-th env of an id is
     that id's ``k``-th env in the pool, built on first need (``gem.make`` with ``wrappers``, seeded
     ``seed`` plus its build order, as ``make_vec`` seeds its members). The pool owns the envs: close
-    the pool, not the vectors it lends.
+    the pool, not the vectors it lends. :meth:`acquire` and :meth:`release` lend single envs instead
+    (the async collector's way); a pool serves one of the two ways, not both.
     """
 
     def __init__(self, wrappers: Sequence[Any] = (), seed: int = 0) -> None:
         self.wrappers = tuple(wrappers)
         self.seed = seed
         self._envs: dict[str, list[Any]] = {}
+        self._idle: dict[str, list[Any]] = {}
         self._built = 0
+
+    def _build(self, env_id: str) -> Any:
+        from gem.vector.env_factory import EnvFactory
+
+        env = EnvFactory(env_id, {"seed": self.seed + self._built}, self.wrappers)()
+        self._built += 1
+        self._envs.setdefault(env_id, []).append(env)
+        return env
+
+    def acquire(self, env_id: str) -> Any:
+        """An env of ``env_id`` no one else holds (an idle one, else a new one)."""
+        idle = self._idle.get(env_id)
+        return idle.pop() if idle else self._build(env_id)
+
+    def release(self, env_id: str, env: Any) -> None:
+        """Give back an env from :meth:`acquire`."""
+        self._idle.setdefault(env_id, []).append(env)
 
     def check(self, env_ids: Sequence[str]) -> None:
         """Raise the registry's ``KeyError`` (with suggestions) for an unknown id, building nothing."""
@@ -194,7 +285,6 @@ class EnvPool:
 
     def vector(self, env_ids: Sequence[str]) -> Any:
         """A vector env over pooled envs of ``env_ids`` (in that order)."""
-        from gem.vector.env_factory import EnvFactory
         from gem.vector.sync_vector_env import SyncVectorEnv
 
         used: dict[str, int] = {}
@@ -204,8 +294,7 @@ class EnvPool:
             used[env_id] = k + 1
             envs = self._envs.setdefault(env_id, [])
             if k == len(envs):
-                envs.append(EnvFactory(env_id, {"seed": self.seed + self._built}, self.wrappers)())
-                self._built += 1
+                self._build(env_id)
             fns.append(_Lent(envs[k]))
         return SyncVectorEnv(list(env_ids), fns)
 
@@ -214,6 +303,7 @@ class EnvPool:
             for env in envs:
                 env.close()
         self._envs.clear()
+        self._idle.clear()
 
 
 class _Lent:

@@ -277,13 +277,21 @@ class HFPolicy:
         return ids[-self.max_prompt_tokens:]
 
     @torch.no_grad()
-    def generate(self, prompts: Sequence[str]) -> list[Generation]:
+    def generate(self, prompts: Sequence[str], seeds: Sequence[int] | None = None) -> list[Generation]:
+        """One :class:`Generation` per prompt. ``seeds``, one per prompt, gives each prompt its own
+        random stream (a ``torch.Generator`` seeded with it), so its tokens do not depend on the rest
+        of the batch; without them the batch shares the policy's generator."""
+        if seeds is not None and len(seeds) != len(prompts):
+            raise ValueError(f"Got {len(seeds)} seeds for {len(prompts)} prompts.")
         prompt_ids = [self.encode_prompt(p) for p in prompts]
+        generator: Any = self.generator
+        if seeds is not None:
+            generator = [torch.Generator(device=self.generator.device).manual_seed(int(s)) for s in seeds]
         was_training = self.model.training
         self.model.eval()
         try:
             with self.autocast():
-                responses, logprobs, values = self._sample(prompt_ids)
+                responses, logprobs, values = self._sample(prompt_ids, generator)
         finally:
             if was_training:
                 self.model.train()
@@ -293,10 +301,10 @@ class HFPolicy:
             gens.append(Generation(p, r, logprobs[i], text, None if values is None else float(values[i])))
         return gens
 
-    def _sample(self, prompt_ids: list[list[int]]) -> tuple[list[list[int]], list[list[float]], Any]:
+    def _sample(self, prompt_ids: list[list[int]], generator: Any) -> tuple[list[list[int]], list[list[float]], Any]:
         """Responses, their log-probs and (with a value head) the prompts' values."""
         kwargs = dict(max_new_tokens=self.max_new_tokens, pad_id=self.pad_id, eos_id=self.eos_id,
-                      temperature=self.temperature, greedy=self.greedy, generator=self.generator)
+                      temperature=self.temperature, greedy=self.greedy, generator=generator)
         if self.static is not None:
             responses, logprobs = self.static.sample(prompt_ids, **kwargs)
         elif self.sampler == "prefix":

@@ -26,10 +26,36 @@ def _per_token(advantages: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return advantages
 
 
-def reinforce_loss(logprobs: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """``-mean(A * log pi(token))`` over the masked tokens (REINFORCE, ReBN and GRPO without clipping)."""
+def importance_weights(
+    logprobs: torch.Tensor, behaviour_logprobs: torch.Tensor, mask: torch.Tensor, cap: float = 2.0
+) -> torch.Tensor:
+    """Truncated per-token importance weights ``min(pi / mu, cap)`` (no gradient; 0 off the mask).
+
+    ``logprobs`` are the tokens' log-probs under the policy being updated, ``behaviour_logprobs``
+    under the (older) policy that sampled them. Truncating at ``cap`` bounds the variance a very
+    stale or very unlikely token can add (IMPALA's truncated importance sampling; AReaL's behaviour
+    weight cap).
+    """
+    if not cap > 0:
+        raise ValueError(f"The importance weight cap must be positive, got {cap!r}.")
+    ratio = torch.exp((logprobs.detach() - behaviour_logprobs.detach()).float())
+    return torch.clamp(ratio, max=cap) * mask.to(ratio.dtype)
+
+
+def _weighted(x: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
+    if weights is None:
+        return x
+    if weights.shape != x.shape:
+        raise ValueError(f"weights has shape {tuple(weights.shape)}; expected {tuple(x.shape)}.")
+    return x * weights.detach().to(x.dtype)
+
+
+def reinforce_loss(logprobs: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+                   weights: torch.Tensor | None = None) -> torch.Tensor:
+    """``-mean(w * A * log pi(token))`` over the masked tokens (REINFORCE, ReBN and GRPO without
+    clipping); ``weights`` ``w`` (per token, e.g. :func:`importance_weights`) default to 1."""
     adv = _per_token(advantages.to(logprobs.dtype), logprobs).detach()
-    return -masked_mean(adv * logprobs, mask)
+    return -masked_mean(_weighted(adv * logprobs, weights), mask)
 
 
 def ppo_loss(
@@ -38,8 +64,13 @@ def ppo_loss(
     advantages: torch.Tensor,
     mask: torch.Tensor,
     clip_eps: float = 0.2,
+    weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, Any]]:
-    """The clipped surrogate ``-mean(min(rho A, clip(rho, 1-eps, 1+eps) A))``, ``rho = pi / pi_old``.
+    """The clipped surrogate ``-mean(w * min(rho A, clip(rho, 1-eps, 1+eps) A))``, ``rho = pi / pi_old``.
+
+    ``weights`` ``w`` (per token) default to 1; with stale turns they are the behaviour policy's
+    truncated importance weights ``pi_old / mu`` (decoupled PPO, as AReaL: ``pi_old`` the policy at
+    the start of the update, ``mu`` the one that sampled).
 
     Returns ``(loss, stats)`` with ``stats["clip_frac"]`` (the share of masked tokens clipped) and
     ``stats["approx_kl"]`` (mean of ``old - new`` log-probs).
@@ -50,7 +81,7 @@ def ppo_loss(
     ratio = torch.exp(logprobs - old_logprobs.detach())
     unclipped = ratio * adv
     clipped = torch.clamp(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * adv
-    loss = -masked_mean(torch.minimum(unclipped, clipped), mask)
+    loss = -masked_mean(_weighted(torch.minimum(unclipped, clipped), weights), mask)
     with torch.no_grad():
         clip_frac = masked_mean((clipped < unclipped).to(logprobs.dtype), mask)
         approx_kl = masked_mean(old_logprobs - logprobs, mask)

@@ -18,18 +18,27 @@
   CPU the prompt pass dominates a step, so for a batch of identical prompts this cuts most of it.
 
 Greedy decoding (``greedy=True``) gives the same tokens with all three (tested on the tiny model).
-Both take left-padded prompts and return, per row, the response ids up to and including the first
+All take left-padded prompts and return, per row, the response ids up to and including the first
 EOS.
+
+Per-row random streams: ``generator`` may also be a list with one ``torch.Generator`` per row. Each
+row then draws its tokens from its own stream only, so a row's tokens do not depend on which other
+rows share its batch (the async collector relies on it: an episode's tokens are the same in any
+batch). The two decoding loops draw each row's token with ``torch.multinomial`` on its own
+generator; :func:`sample_plain` adds Gumbel noise from each row's generator to the tempered logits
+and decodes greedily, which samples from the same distribution (the Gumbel-max trick).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
 SAMPLERS = ("plain", "static", "prefix")
+
+Generators = torch.Generator | Sequence[torch.Generator] | None
 
 
 def left_pad(prompt_ids: Sequence[Sequence[int]], pad_id: int, multiple: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
@@ -43,6 +52,35 @@ def left_pad(prompt_ids: Sequence[Sequence[int]], pad_id: int, multiple: int = 1
             ids[i, width - len(p):] = torch.tensor(list(p), dtype=torch.long)
             attn[i, width - len(p):] = 1
     return ids, attn
+
+
+def _row_generators(generator: Generators, batch: int) -> list[torch.Generator] | None:
+    """``generator`` as a list of one generator per row, or ``None`` for a single (or no) generator."""
+    if generator is None or isinstance(generator, torch.Generator):
+        return None
+    rows = list(generator)
+    if len(rows) != batch:
+        raise ValueError(f"Got {len(rows)} generators for {batch} prompts; give one per prompt or a single one.")
+    return rows
+
+
+class _GumbelRows:
+    """A ``generate`` logits processor: tempered log-probs plus Gumbel noise drawn from each row's
+    own generator, so that greedy decoding samples each row from its own stream."""
+
+    def __init__(self, generators: list[torch.Generator], temperature: float) -> None:
+        self.generators = generators
+        self.temperature = temperature
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        logp = torch.log_softmax(scores.float() / self.temperature, dim=-1)
+        noise = torch.stack([_gumbel(logp.shape[-1], g, logp.device) for g in self.generators])
+        return logp + noise
+
+
+def _gumbel(n: int, generator: torch.Generator, device: torch.device) -> torch.Tensor:
+    u = torch.rand(n, generator=generator, device=generator.device).to(device)
+    return -torch.log(-torch.log(u.clamp(min=1e-20, max=1.0 - 1e-7)))
 
 
 def _trim(rows: list[list[int]], eos_id: int | None) -> list[list[int]]:
@@ -64,13 +102,20 @@ def sample_plain(
     temperature: float = 1.0,
     greedy: bool = False,
     min_new_tokens: int = 0,
-    generator: torch.Generator | None = None,
+    generator: Generators = None,
 ) -> list[list[int]]:
-    """Response ids from ``model.generate`` (global RNG forked and seeded from ``generator``)."""
+    """Response ids from ``model.generate`` (global RNG forked and seeded from ``generator``; with
+    one generator per row, Gumbel-max sampling from each row's own stream)."""
     device = next(model.parameters()).device
     ids, attn = left_pad(prompt_ids, pad_id)
     kwargs: dict[str, Any] = {"do_sample": False} if greedy else {
         "do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
+    rows = _row_generators(generator, len(prompt_ids))
+    if rows is not None and not greedy:
+        from transformers import LogitsProcessorList
+
+        kwargs = {"do_sample": False, "logits_processor": LogitsProcessorList([_GumbelRows(rows, temperature)])}
+        generator = None
     if min_new_tokens:
         kwargs["min_new_tokens"] = min_new_tokens
     seed = None
@@ -145,12 +190,13 @@ class StaticSampler:
         temperature: float = 1.0,
         greedy: bool = False,
         min_new_tokens: int = 0,
-        generator: torch.Generator | None = None,
+        generator: Generators = None,
     ) -> tuple[list[list[int]], list[list[float]]]:
         """Response ids and the tempered log-probs of each sampled token."""
         model = self.model
         param = next(model.parameters())
         device = param.device
+        _row_generators(generator, len(prompt_ids))  # a wrong count fails before any work
         ids, attn = left_pad(prompt_ids, pad_id, self.pad_multiple)
         ids, attn = ids.to(device), attn.to(device)
         batch, width = ids.shape
@@ -220,10 +266,11 @@ def sample_prefix(
     temperature: float = 1.0,
     greedy: bool = False,
     min_new_tokens: int = 0,
-    generator: torch.Generator | None = None,
+    generator: Generators = None,
 ) -> tuple[list[list[int]], list[list[float]]]:
     """Response ids and tempered log-probs; one prompt pass per distinct prompt (see module doc)."""
     device = next(model.parameters()).device
+    _row_generators(generator, len(prompt_ids))  # a wrong count fails before any work
     first, cache, mask, next_pos = shared_prompt_pass(model, prompt_ids, pad_id)
     logits = first.float()
     batch = len(prompt_ids)
@@ -248,16 +295,21 @@ def sample_prefix(
 
 
 def _pick_token(
-    logits: "torch.Tensor", t: int, done: "torch.Tensor", min_new_tokens: int, eos_id: Optional[int],
-    temperature: float, greedy: bool, generator: Any, pad_id: int,
-) -> tuple["torch.Tensor", "torch.Tensor"]:
+    logits: torch.Tensor, t: int, done: torch.Tensor, min_new_tokens: int, eos_id: int | None,
+    temperature: float, greedy: bool, generator: Generators, pad_id: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """One decoding step's token per row (``pad_id`` for finished rows) and its log-probability; EOS
-    is masked before ``min_new_tokens``. Shared by the static-cache and prefix samplers."""
+    is masked before ``min_new_tokens``. Shared by the static-cache and prefix samplers. With one
+    generator per row, each row draws from its own stream."""
     if t < min_new_tokens and eos_id is not None:
         logits[:, eos_id] = float("-inf")
     logp = torch.log_softmax(logits / temperature, dim=-1)
+    rows = _row_generators(generator, logits.shape[0])
     if greedy:
         tok = logits.argmax(-1)
+    elif rows is not None:
+        probs = logp.exp()
+        tok = torch.cat([torch.multinomial(probs[i], 1, generator=g) for i, g in enumerate(rows)])
     else:
         tok = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
     tok = torch.where(done, torch.full_like(tok, pad_id), tok)

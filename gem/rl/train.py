@@ -48,7 +48,9 @@ from gem.rl.task_sampler import TASK_COSTS, TASK_SAMPLERS
 logger = logging.getLogger("gem.rl.train")  # also when run as __main__
 
 CSV_FIELDS = ["step", "mean_return", "success_rate", "mean_turns", "transitions", "loss", "value_loss",
-              "mean_advantage", "seconds", "skipped", "sample_seconds", "update_seconds", "response_tokens"]
+              "mean_advantage", "seconds", "skipped", "sample_seconds", "update_seconds", "response_tokens",
+              "stale_transitions", "dropped_episodes"]
+COLLECT_CHOICES = ("sync", "async")
 SAMPLER_CHOICES = ("auto", "plain", "static", "prefix")
 SKIP_NOTE = "skipped: no learning signal (all advantages are zero)"
 PARAM_DTYPES = ("float32", "bfloat16")
@@ -101,6 +103,16 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--max-new-tokens", type=int, default=64)
     p.add_argument("--max-prompt-tokens", type=int, default=768)
     p.add_argument("--max-turns", type=int, default=50, help="safety cap on turns per episode")
+    p.add_argument("--collect", choices=COLLECT_CHOICES, default="sync",
+                   help="sync: each step plays its batch in lock step until the longest episode ends; async: env "
+                        "steps run concurrently and a finished episode's slot starts the next one at once")
+    p.add_argument("--staleness", type=int, default=0,
+                   help="--collect async: the most policy versions a turn may lag the update that uses it; episodes "
+                        "unfinished at an update carry over (0: on-policy, nothing carries over)")
+    p.add_argument("--is-cap", type=float, default=2.0,
+                   help="truncate the importance weights of stale turns (current / behaviour probability) at this")
+    p.add_argument("--async-slots", type=int, default=None,
+                   help="--collect async: episodes in flight at once (default: --num-envs)")
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--no-chat-template", action="store_true", help="feed observations as raw text")
     p.add_argument("--rollout", choices=("hf", "vllm"), default="hf", help="sampler: transformers or vLLM (GPU)")
@@ -144,6 +156,24 @@ def _validate(args: argparse.Namespace) -> None:
         raise SystemExit(f"gem train: --num-envs ({args.num_envs}) must be a multiple of --group-size ({args.group_size}).")
     if args.algo == "grpo" and args.group_size < 2:
         raise SystemExit("gem train: grpo needs --group-size of at least 2 (it normalizes within groups).")
+    collect = getattr(args, "collect", "sync")
+    if collect not in COLLECT_CHOICES:
+        raise SystemExit(f"gem train: --collect must be one of: {', '.join(COLLECT_CHOICES)}; got {collect!r}.")
+    staleness = getattr(args, "staleness", 0)
+    if staleness < 0:
+        raise SystemExit(f"gem train: --staleness must be 0 or more, got {staleness}.")
+    if staleness and collect != "async":
+        raise SystemExit("gem train: --staleness needs --collect async (sync collection is always on-policy).")
+    cap = getattr(args, "is_cap", 2.0)
+    if not (isinstance(cap, (int, float)) and math.isfinite(cap) and cap > 0):
+        raise SystemExit(f"gem train: --is-cap must be a positive number, got {cap}.")
+    slots = getattr(args, "async_slots", None)
+    if slots is not None:
+        if collect != "async":
+            raise SystemExit("gem train: --async-slots needs --collect async.")
+        if slots < args.group_size:
+            raise SystemExit(f"gem train: --async-slots ({slots}) must be at least --group-size ({args.group_size}): "
+                             "a group's episodes start together.")
 
 
 def _env_ids(args: argparse.Namespace) -> list[str]:
@@ -279,17 +309,21 @@ def _save(model: Any, tokenizer: Any, value_head: Any, path: Path, task_sampler:
 
 
 def update(model: Any, value_head: Any, optimizer: Any, transitions: Sequence[Any], args: argparse.Namespace,
-           pad_id: int, compute_dtype: Any = None, scaler: Any = None) -> dict[str, float]:
+           pad_id: int, compute_dtype: Any = None, scaler: Any = None, version: int = 0) -> dict[str, float]:
     """``args.epochs`` passes of the policy (and value) loss over ``transitions``; returns mean losses.
 
     The forward passes run in ``compute_dtype`` (``torch.autocast`` for bfloat16 and float16; see
     :func:`gem.rl.hf.compute_context`), the losses and the optimizer step in the parameters' dtype.
     ``scaler``, a ``torch.amp.GradScaler``, scales the loss before the backward pass (float16).
+    ``version`` is the policy version being updated: a transition sampled by an older one (async
+    collection with ``--staleness``) has its tokens weighted by ``min(pi_old / mu, --is-cap)``,
+    ``pi_old`` the policy at the start of this update and ``mu`` the sampler's recorded log-probs
+    (:func:`gem.rl.losses.importance_weights`); current turns weigh 1.
     """
     import torch
 
     from gem.rl.hf import compute_context, sequence_forward, sequence_forward_prefix
-    from gem.rl.losses import ppo_loss, reinforce_loss, value_loss
+    from gem.rl.losses import importance_weights, ppo_loss, reinforce_loss, value_loss
 
     params = [p for p in model.parameters() if p.requires_grad]
     params += list(value_head.parameters()) if value_head is not None else []
@@ -297,6 +331,7 @@ def update(model: Any, value_head: Any, optimizer: Any, transitions: Sequence[An
     order = list(range(len(transitions)))
     rng = random.Random(args.seed)
     losses, vlosses = [], []
+    cap = getattr(args, "is_cap", 2.0)
     model.eval()  # no dropout: the loss must see the policy that sampled
     old_cache: dict[int, Any] = {}
     for _ in range(args.epochs):
@@ -318,20 +353,31 @@ def update(model: Any, value_head: Any, optimizer: Any, transitions: Sequence[An
             adv = torch.tensor([t.advantage for t in batch], dtype=torch.float32, device=device)
             # the loss is a mean over the masked tokens of the minibatch, weighted by its share of the batch
             weight = len(batch) / len(transitions)
-            if args.algo == "ppo":
+            stale = [row for row, t in enumerate(batch) if getattr(t, "version", 0) < version]
+            old = None
+            if args.algo == "ppo" or stale:
                 old = torch.zeros_like(logp)
                 for row, (i, t) in enumerate(zip(batch_idx, batch)):
-                    if i not in old_cache:  # the behaviour policy: this batch's first forward pass
+                    if i not in old_cache:  # pi_old: the policy at this update's first forward pass
                         old_cache[i] = logp[row, :len(t.response_ids)].detach().clone()
                     old[row, :len(t.response_ids)] = old_cache[i]
-                loss, _ = ppo_loss(logp, old, adv, mask, args.clip)
+            weights = None
+            if stale:
+                behaviour = torch.zeros_like(logp)
+                for row in stale:
+                    lp = batch[row].logprobs[:len(batch[row].response_ids)]
+                    behaviour[row, :len(lp)] = torch.tensor(lp, dtype=behaviour.dtype, device=device)
+                weights = mask.clone().float()
+                weights[stale] = importance_weights(old[stale], behaviour[stale], mask[stale], cap)
+            if args.algo == "ppo":
+                loss, _ = ppo_loss(logp, old, adv, mask, args.clip, weights=weights)
                 targets = torch.tensor([t.ret for t in batch], dtype=torch.float32, device=device)
                 old_v = torch.tensor([t.value for t in batch], dtype=torch.float32, device=device)
                 vloss = value_loss(values, targets, old_v, args.clip)
                 total = loss + args.vf_coef * vloss
                 vlosses.append(float(vloss.detach()))
             else:
-                loss = reinforce_loss(logp, adv, mask)
+                loss = reinforce_loss(logp, adv, mask, weights=weights)
                 total = loss
             scaled = total * weight
             (scaled if scaler is None else scaler.scale(scaled)).backward()
@@ -486,8 +532,10 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
     params = [p for p in model.parameters() if p.requires_grad]
     params += list(value_head.parameters()) if value_head is not None else []
     optimizer = torch.optim.AdamW(params, lr=args.lr)
-    pool = None
-    if task_sampler is None:
+    pool = collector = None
+    if getattr(args, "collect", "sync") == "async":
+        collector, pool = _make_collector(args, tokenizer, sampler, task_sampler)
+    elif task_sampler is None:
         vec = _make_envs(args, tokenizer)
     else:
         from gem.rl.collect import EnvPool
@@ -506,10 +554,14 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
             groups = args.num_envs // args.group_size
             base = args.seed * 1_000_003 + step * groups
             seeds = [base + i // args.group_size for i in range(args.num_envs)]
-            if task_sampler is not None:  # one task per group, a vector of the pool's envs for them
-                tasks = task_sampler.sample(groups)
-                vec = pool.vector([t for t in tasks for _ in range(args.group_size)])
-            episodes = collect_episodes(vec, sampler, seeds=seeds, max_turns=args.max_turns)
+            if collector is not None:  # the next --num-envs episodes to finish, in whole groups
+                episodes = collector.collect()
+                tasks = [ep.env_id for ep in episodes[::args.group_size]]
+            else:
+                if task_sampler is not None:  # one task per group, a vector of the pool's envs for them
+                    tasks = task_sampler.sample(groups)
+                    vec = pool.vector([t for t in tasks for _ in range(args.group_size)])
+                episodes = collect_episodes(vec, sampler, seeds=seeds, max_turns=args.max_turns)
             if task_sampler is not None:
                 outcomes = _update_task_sampler(task_sampler, tasks, episodes, args.group_size, args.task_cost)
                 log.log_tasks(step, task_sampler, tasks, outcomes)
@@ -522,16 +574,21 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
             stats = episode_stats(episodes)
             skipped = not transitions or not has_signal(transitions, args.algo)
             t_update = time.perf_counter()
+            version = collector.version if collector is not None else 0
             losses = {} if skipped else update(model, value_head, optimizer, transitions, args, hf_policy.pad_id,
-                                               compute_dtype=compute_dtype, scaler=scaler)
+                                               compute_dtype=compute_dtype, scaler=scaler, version=version)
             t_done = time.perf_counter()
             if args.rollout == "vllm" and not skipped:
                 sampler.load_weights(model)
+            # a version is a training step: episodes in flight now sample under the next one
+            dropped = collector.policy_updated() if collector is not None else 0
             row = {"step": step, **stats, **losses, "seconds": round(time.perf_counter() - t0, 3),
                    "mean_advantage": float(sum(t.advantage for t in transitions) / max(len(transitions), 1)),
                    "skipped": int(skipped), "sample_seconds": round(t_sampled - t0, 3),
                    "update_seconds": round(t_done - t_update, 3),
-                   "response_tokens": sum(len(t.response_ids) for t in transitions)}
+                   "response_tokens": sum(len(t.response_ids) for t in transitions),
+                   "stale_transitions": sum(1 for t in transitions if t.version < version),
+                   "dropped_episodes": dropped}
             log.log(row)
             logger.info("%s", _format_step(row))
             if sample_every and (step == 1 or step % sample_every == 0):
@@ -547,11 +604,46 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
         _save(model, tokenizer, value_head, out / "final", task_sampler, step)
     finally:
         log.close()
+        if collector is not None:
+            collector.close()
         if pool is not None:
             pool.close()
         else:
             vec.close()
     return out
+
+
+def _make_collector(args: argparse.Namespace, tokenizer: Any, policy: Any, task_sampler: Any) -> tuple[Any, Any]:
+    """The ``--collect async`` collector over a pool of envs, and the pool.
+
+    Group ``G`` (counted over the whole run) plays ``--task-sampler``'s draw, else id ``G mod K``,
+    with the reset seed sync collection gives it (``seed * 1000003 + groups per step + G``), so
+    without carry-over both modes play the same tasks; episode ``e`` samples with its own stream
+    (``sampling_seed(seed, e)``) when the policy takes seeds.
+    """
+    from itertools import count
+
+    from gem.rl.async_collect import AsyncCollector, EpisodeRequest
+    from gem.rl.collect import EnvPool, accepts_seeds, sampling_seed
+
+    ids = list(dict.fromkeys(_env_ids(args)))
+    pool = EnvPool(_wrapper_fns(args, tokenizer), seed=args.seed)
+    pool.check(task_sampler.tasks if task_sampler is not None else ids)
+    seeded = accepts_seeds(policy)
+    per_step = args.num_envs // args.group_size
+
+    def groups() -> Any:
+        for g in count():
+            env_id = task_sampler.sample(1)[0] if task_sampler is not None else ids[g % len(ids)]
+            seed = args.seed * 1_000_003 + per_step + g
+            yield [EpisodeRequest(env_id, seed, seed,
+                                  sampling_seed(args.seed, g * args.group_size + m) if seeded else None)
+                   for m in range(args.group_size)]
+
+    collector = AsyncCollector(pool, policy, groups(), batch_size=args.num_envs,
+                               slots=getattr(args, "async_slots", None) or args.num_envs,
+                               staleness=getattr(args, "staleness", 0), max_turns=args.max_turns)
+    return collector, pool
 
 
 def load_for_training(args: argparse.Namespace, model_ref: str | None = None) -> tuple[Any, Any, Any]:

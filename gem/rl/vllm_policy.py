@@ -45,11 +45,22 @@ class VLLMPolicy:
                 [{"role": "user", "content": observation}], tokenize=True, add_generation_prompt=True)
         return self.tokenizer(observation, add_special_tokens=False)["input_ids"]
 
-    def generate(self, prompts: Sequence[str]) -> list[Generation]:
+    def generate(self, prompts: Sequence[str], seeds: Sequence[int] | None = None) -> list[Generation]:
+        """One :class:`Generation` per prompt; ``seeds`` (one per prompt) gives each request its own
+        sampling seed (vLLM's per-request ``SamplingParams.seed``)."""
         from vllm import TokensPrompt
 
+        if seeds is not None and len(seeds) != len(prompts):
+            raise ValueError(f"Got {len(seeds)} seeds for {len(prompts)} prompts.")
         ids = [self._prompt(p) for p in prompts]
-        outs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in ids], self.params, use_tqdm=False)
+        params: Any = self.params
+        if seeds is not None:
+            params = []
+            for s in seeds:
+                one = self.params.clone()
+                one.seed = int(s)
+                params.append(one)
+        outs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in ids], params, use_tqdm=False)
         gens = []
         for p, out in zip(ids, outs):
             comp = out.outputs[0]
