@@ -25,13 +25,11 @@ def build_gem_wheel(directory: Union[str, Path]) -> Path:
     The same source gives the same bytes (sorted entries, fixed timestamps), so a lock that hashes
     the wheel stays valid across exports of the same GEM.
     """
-    import gem
-
     try:
         dist = importlib.metadata.distribution("gem-llm")
     except importlib.metadata.PackageNotFoundError as exc:
         raise RuntimeError("gem-llm's metadata is not installed; install GEM (pip install -e . in the checkout)") from exc
-    source = Path(gem.__file__).resolve().parent
+    source = Path(__file__).resolve().parents[1]  # the gem package this module belongs to
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     wheel = out / f"gem_llm-{__version__}-py3-none-any.whl"

@@ -190,12 +190,12 @@ def test_an_id_that_cannot_be_made_here_still_exports_with_a_minimal_plan(tmp_pa
     import json
     import logging
 
-    import gem
+    import gem.envs.registration
 
     def missing(*args, **kwargs):
         raise ImportError("No module named 'wordfreq'")
 
-    monkeypatch.setattr(gem, "make", missing)
+    monkeypatch.setattr(gem.envs.registration, "make", missing)
     out = tmp_path / "pkg"
     with caplog.at_level(logging.WARNING, logger="gem.interop.openenv.export"):
         assert main(["export", "openenv", "game:GuessTheNumber-v0", str(out), "--no-lock"]) == 0

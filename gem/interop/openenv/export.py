@@ -345,10 +345,10 @@ def uv_lock(package: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Optional[Path]:
 def _reference_episode(env_id: str, seed: int = 0) -> tuple[list[str], tuple[float, float]]:
     """The actions of one episode of ``env_id`` (its solver's where it has one, else its own random
     actions) and the range its step rewards lie in (its reward levels; 0 and 1 at least)."""
-    import gem
+    from gem.envs.registration import make
 
     try:
-        env = gem.make(env_id)
+        env = make(env_id)
     except Exception as exc:  # e.g. the id's extra is not installed here: a plan of one empty reply
         logger.warning("Cannot make %s here (%s: %s); its runtime plan is one empty action and its reward "
                        "range [-1, 1]: edit validation/runtime.json and openenv.yaml.", env_id, type(exc).__name__, exc)
