@@ -53,6 +53,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--tool-calling", choices=TOOL_CALLING, default="text",
         help="tool calls written in the reply's text, or the API's native function calls",
     )
+    p.add_argument(
+        "--record-tokens", action="store_true",
+        help="ask the server for token ids and logprobs and record them (see docs/records.md)",
+    )
     p.add_argument("--kwarg", action="append", default=[], metavar="KEY=VALUE", help="env kwargs (JSON values)")
     p.add_argument("--out", required=True, help="output directory (rerun with the same one to resume)")
     p.add_argument(
@@ -67,6 +71,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from gem.cli import _parse_kwargs
     from gem.errors import missing_extra
     from gem.eval.runner import SUMMARY_FILE, EvalConfig, EvalRunner, format_summary
+    from gem.eval.summary import format_tokens
 
     if args.agent == "openai":
         try:
@@ -96,6 +101,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         backoff_s=args.backoff,
         tool_role=args.tool_role,
         tool_calling=args.tool_calling,
+        record_tokens=args.record_tokens,
         tokenizer=args.tokenizer,
         progress=not args.no_progress,
         env_kwargs=_parse_kwargs(args.kwarg),
@@ -106,6 +112,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2))
     else:
         sys.stdout.write(format_summary(summary))
+        tokens = format_tokens(summary["overall"])
+        if tokens:
+            print(tokens)
         print(f"episodes: {args.out}/episodes.jsonl  summary: {args.out}/{SUMMARY_FILE}")
     overall = summary["overall"]
     if (runner.ran and runner.failed == runner.ran) or (overall["episodes"] and not overall["scored"]):

@@ -55,7 +55,7 @@ def turn_tokens(call: Optional[dict[str, Any]], sampling: Optional[dict[str, Any
         if source in (None, "none"):
             raise ValueError(
                 "a call record has token ids or logprobs but no token_source; say where they came from "
-                "('server', 'sampler' or 'retokenized' with its 'tokenizer')."
+                "('server', 'server_logprob_tokens', 'sampler' or 'retokenized' with its 'tokenizer')."
             )
         fields["token_source"] = source
         for k in TOKEN_FIELDS:
@@ -63,6 +63,10 @@ def turn_tokens(call: Optional[dict[str, Any]], sampling: Optional[dict[str, Any
             fields[k] = None if value is None else [float(v) if k == "completion_logprobs" else int(v) for v in value]
         if source == "retokenized":
             fields["tokenizer"] = call.get("tokenizer")
+    if call.get("token_note") is not None:
+        fields["token_note"] = str(call["token_note"])
+    if isinstance(call.get("token_drift"), bool):
+        fields["token_drift"] = call["token_drift"]
     problems = token_problems(fields)
     if problems:
         raise ValueError("; ".join(problems))
