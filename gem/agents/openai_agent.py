@@ -176,10 +176,7 @@ class OpenAIAgent(Agent):
         self.record_tokens = bool(record_tokens)
         if self.record_tokens:
             self.extra_body = {**TOKEN_EXTRA_BODY, **self.extra_body}
-        self._tokenizer_api: Any = None  # "llama.cpp", "vllm" or False once probed
-        self._piece_ids: dict[str, Optional[int]] = {}
-        self._lead: Optional[list[int]] = None
-        self._http: Any = None
+        self._tokens: Optional[TokenRecovery] = None
         self.timeout_s = float(timeout_s)
         self.max_retries = int(max_retries)
         self.backoff_s = float(backoff_s)
@@ -300,115 +297,11 @@ class OpenAIAgent(Agent):
         if calls:
             record["tool_calls"] = calls
         if self.record_tokens:
-            record.update(await self._token_fields(response, text))
+            if self._tokens is None:
+                base = str(client.base_url).rstrip("/")
+                self._tokens = TokenRecovery(base, self.model, self.api_key, self.timeout_s)
+            record.update(await self._tokens.fields(response, text))
         return text, record
-
-    # ------------------------------------------------------------------- token recording
-    def _root_url(self) -> str:
-        base = str(self._get_client().base_url).rstrip("/")
-        return base[: -len("/v1")] if base.endswith("/v1") else base
-
-    async def _post_json(self, path: str, body: dict[str, Any]) -> Any:
-        """POST to the server's ``path`` (beside ``/v1``); ``None`` on any failure."""
-        import httpx
-
-        if self._http is None:
-            return None
-        try:
-            reply = await self._http.post(
-                self._root_url() + path, json=body, headers={"Authorization": f"Bearer {self.api_key}"}
-            )
-            if reply.status_code != 200 or len(reply.content) > 16 << 20:
-                return None
-            return reply.json()
-        except (httpx.HTTPError, ValueError):
-            return None
-
-    async def _tokenize(self, text: str) -> Optional[list[int]]:
-        """``text`` tokenised by the server's own tokenizer, without special tokens; ``None``: no endpoint."""
-        if self._tokenizer_api in (None, "llama.cpp"):
-            if self._lead is None:  # what the server puts before any text (a BOS, or nothing)
-                empty = await self._post_json("/extras/tokenize", {"model": self.model, "input": ""})
-                self._lead = _int_list(empty.get("tokens") if isinstance(empty, dict) else None)
-            got = await self._post_json("/extras/tokenize", {"model": self.model, "input": text})
-            ids = _int_list(got.get("tokens") if isinstance(got, dict) else None)
-            lead = self._lead
-            if ids is not None and lead is not None:
-                self._tokenizer_api = "llama.cpp"
-                return ids[len(lead):] if ids[: len(lead)] == lead else ids
-        if self._tokenizer_api in (None, "vllm"):
-            got = await self._post_json("/tokenize", {"model": self.model, "prompt": text, "add_special_tokens": False})
-            ids = _int_list((got or {}).get("tokens") if isinstance(got, dict) else None)
-            if ids is not None:
-                self._tokenizer_api = "vllm"
-                return ids
-        if self._tokenizer_api is None:
-            self._tokenizer_api = False
-        return None
-
-    async def _detokenize(self, ids: list[int]) -> Optional[str]:
-        got = await self._post_json("/extras/detokenize", {"model": self.model, "tokens": ids})
-        text = got.get("text") if isinstance(got, dict) else None
-        return text if isinstance(text, str) else None
-
-    async def _piece_id(self, piece: str) -> Optional[int]:
-        """The one vocabulary id whose text is ``piece`` (llama.cpp), or ``None``."""
-        if piece not in self._piece_ids:
-            ids = await self._tokenize(piece) if piece else None
-            found = None
-            if ids is not None and len(ids) == 1 and await self._detokenize(ids) == piece:
-                found = ids[0]
-            if len(self._piece_ids) < 65536:
-                self._piece_ids[piece] = found
-            return found
-        return self._piece_ids[piece]
-
-    async def _token_fields(self, response: Any, text: str) -> dict[str, Any]:
-        import httpx
-
-        async with httpx.AsyncClient(timeout=self.timeout_s, follow_redirects=False) as http:
-            self._http = http
-            try:
-                return await self._token_fields_with(response, text)
-            finally:
-                self._http = None
-
-    async def _token_fields_with(self, response: Any, text: str) -> dict[str, Any]:
-        raw = response.model_dump() if hasattr(response, "model_dump") else response
-        fields = server_token_fields(raw if isinstance(raw, dict) else {})
-        pieces = fields.pop("pieces", None)
-        if fields["token_source"] == "none" and pieces is not None:
-            fields = await self._recover(pieces, fields, text)
-        ids = fields.get("completion_token_ids")
-        fields["token_drift"] = None
-        if ids is not None:
-            again = await self._tokenize(text)
-            fields["token_drift"] = None if again is None else again != ids
-        return fields
-
-    async def _recover(self, pieces: list[str], fields: dict[str, Any], text: str) -> dict[str, Any]:
-        """llama.cpp: map each returned piece to its vocabulary id (see the module doc)."""
-        none = dict(fields, completion_logprobs=None)
-        if len(pieces) > MAX_PIECES:
-            return dict(none, token_note=f"{len(pieces)} logprob tokens: more than {MAX_PIECES}")
-        ids = []
-        for k, piece in enumerate(pieces):
-            found = await self._piece_id(piece)
-            if found is None:
-                why = "an empty piece (part of a UTF-8 character)" if not piece else f"piece {piece!r:.40} is not one vocabulary id"
-                return dict(none, token_note=f"logprob token {k}: {why}; the ids cannot be recovered exactly")
-            ids.append(found)
-        decoded = await self._detokenize(ids) if ids else ""
-        if decoded != text:
-            return dict(none, token_note="the recovered ids do not decode to the reply; not recorded")
-        return {
-            "token_source": "server_logprob_tokens",
-            "prompt_token_ids": None,
-            "completion_token_ids": ids,
-            "completion_logprobs": fields["logprob_values"],
-            "token_note": "completion ids from the server's logprob tokens and its vocabulary; "
-            "the server does not return the prompt's ids",
-        }
 
     async def aact(self, observation: str, info: Optional[dict[str, Any]] = None) -> str:
         """The model's reply to ``observation`` (appended to the history with the reply)."""
@@ -449,6 +342,122 @@ class OpenAIAgent(Agent):
                 self._loop.run_until_complete(self._client.close())
             self._loop.close()
         self._loop = None
+
+
+class TokenRecovery:
+    """Token ids of chat replies from one server: what it returns, or its pieces mapped exactly.
+
+    ``base_url`` is the server's ``/v1`` URL; the tokenizer endpoints are beside it
+    (llama.cpp's ``/extras/tokenize`` and ``/extras/detokenize``, vLLM's ``/tokenize``). See the
+    module doc for the sources. Shared by :class:`OpenAIAgent` and ``gem proxy``.
+    """
+
+    def __init__(self, base_url: str, model: str, api_key: str = "EMPTY", timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        base = base_url.rstrip("/")
+        self.root = base[: -len("/v1")] if base.endswith("/v1") else base
+        self.model = model
+        self.api_key = api_key
+        self.timeout_s = float(timeout_s)
+        self._tokenizer_api: Any = None  # "llama.cpp", "vllm" or False once probed
+        self._piece_ids: dict[str, Optional[int]] = {}
+        self._lead: Optional[list[int]] = None
+
+    async def _post_json(self, http: Any, path: str, body: dict[str, Any]) -> Any:
+        """POST to the server's ``path`` (beside ``/v1``); ``None`` on any failure."""
+        import httpx
+
+        try:
+            reply = await http.post(
+                self.root + path, json=body, headers={"Authorization": f"Bearer {self.api_key}"}
+            )
+            if reply.status_code != 200 or len(reply.content) > 16 << 20:
+                return None
+            return reply.json()
+        except (httpx.HTTPError, ValueError):
+            return None
+
+    async def _tokenize(self, http: Any, text: str) -> Optional[list[int]]:
+        """``text`` tokenised by the server's own tokenizer, without special tokens; ``None``: no endpoint."""
+        if self._tokenizer_api in (None, "llama.cpp"):
+            if self._lead is None:  # what the server puts before any text (a BOS, or nothing)
+                empty = await self._post_json(http, "/extras/tokenize", {"model": self.model, "input": ""})
+                self._lead = _int_list(empty.get("tokens") if isinstance(empty, dict) else None)
+            got = await self._post_json(http, "/extras/tokenize", {"model": self.model, "input": text})
+            ids = _int_list(got.get("tokens") if isinstance(got, dict) else None)
+            lead = self._lead
+            if ids is not None and lead is not None:
+                self._tokenizer_api = "llama.cpp"
+                return ids[len(lead):] if ids[: len(lead)] == lead else ids
+        if self._tokenizer_api in (None, "vllm"):
+            got = await self._post_json(http, "/tokenize", {"model": self.model, "prompt": text, "add_special_tokens": False})
+            ids = _int_list((got or {}).get("tokens") if isinstance(got, dict) else None)
+            if ids is not None:
+                self._tokenizer_api = "vllm"
+                return ids
+        if self._tokenizer_api is None:
+            self._tokenizer_api = False
+        return None
+
+    async def _detokenize(self, http: Any, ids: list[int]) -> Optional[str]:
+        got = await self._post_json(http, "/extras/detokenize", {"model": self.model, "tokens": ids})
+        text = got.get("text") if isinstance(got, dict) else None
+        return text if isinstance(text, str) else None
+
+    async def _piece_id(self, http: Any, piece: str) -> Optional[int]:
+        """The one vocabulary id whose text is ``piece`` (llama.cpp), or ``None``."""
+        if piece not in self._piece_ids:
+            ids = await self._tokenize(http, piece) if piece else None
+            found = None
+            if ids is not None and len(ids) == 1 and await self._detokenize(http, ids) == piece:
+                found = ids[0]
+            if len(self._piece_ids) < 65536:
+                self._piece_ids[piece] = found
+            return found
+        return self._piece_ids[piece]
+
+    async def fields(self, response: Any, text: str) -> dict[str, Any]:
+        """The call record's token fields for ``response`` (SDK object or JSON dict) whose text is ``text``."""
+        import httpx
+
+        async with httpx.AsyncClient(timeout=self.timeout_s, follow_redirects=False) as http:
+            return await self._fields_with(http, response, text)
+
+    async def _fields_with(self, http: Any, response: Any, text: str) -> dict[str, Any]:
+        raw = response.model_dump() if hasattr(response, "model_dump") else response
+        fields = server_token_fields(raw if isinstance(raw, dict) else {})
+        pieces = fields.pop("pieces", None)
+        if fields["token_source"] == "none" and pieces is not None:
+            fields = await self._recover(http, pieces, fields, text)
+        ids = fields.get("completion_token_ids")
+        fields["token_drift"] = None
+        if ids is not None:
+            again = await self._tokenize(http, text)
+            fields["token_drift"] = None if again is None else again != ids
+        return fields
+
+    async def _recover(self, http: Any, pieces: list[str], fields: dict[str, Any], text: str) -> dict[str, Any]:
+        """llama.cpp: map each returned piece to its vocabulary id (see the module doc)."""
+        none = dict(fields, completion_logprobs=None)
+        if len(pieces) > MAX_PIECES:
+            return dict(none, token_note=f"{len(pieces)} logprob tokens: more than {MAX_PIECES}")
+        ids = []
+        for k, piece in enumerate(pieces):
+            found = await self._piece_id(http, piece)
+            if found is None:
+                why = "an empty piece (part of a UTF-8 character)" if not piece else f"piece {piece!r:.40} is not one vocabulary id"
+                return dict(none, token_note=f"logprob token {k}: {why}; the ids cannot be recovered exactly")
+            ids.append(found)
+        decoded = await self._detokenize(http, ids) if ids else ""
+        if decoded != text:
+            return dict(none, token_note="the recovered ids do not decode to the reply; not recorded")
+        return {
+            "token_source": "server_logprob_tokens",
+            "prompt_token_ids": None,
+            "completion_token_ids": ids,
+            "completion_logprobs": fields["logprob_values"],
+            "token_note": "completion ids from the server's logprob tokens and its vocabulary; "
+            "the server does not return the prompt's ids",
+        }
 
 
 def _int_list(value: Any) -> Optional[list[int]]:
