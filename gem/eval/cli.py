@@ -164,3 +164,32 @@ def cmd_view(args: argparse.Namespace) -> int:
         on_ready=lambda url: print(f"gem view: open {url} (Ctrl-C to stop)", flush=True),
     )
     return 0
+
+
+def add_proxy_parser(sub: argparse._SubParsersAction) -> None:
+    """Add ``gem proxy``."""
+    p = sub.add_parser(
+        "proxy",
+        help="a recording OpenAI-compatible endpoint in front of a server: token ids for any harness",
+        description="Forward chat requests to --upstream with token ids and logprobs asked for, and "
+        "record them by episode (X-GEM-Episode header) into the trajectory schema (see docs/records.md).",
+    )
+    p.add_argument("--upstream", required=True, help="the real server's /v1 URL, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--out", default="gem-proxy", help="where calls.jsonl and episodes.jsonl go")
+    p.add_argument("--host", default="127.0.0.1", help="the address to bind (loopback by default)")
+    p.add_argument("--port", type=int, default=8001)
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per upstream request")
+    p.add_argument("--api-key", default=None, help="the upstream's key (else the harness's Authorization is passed on)")
+    p.set_defaults(func=cmd_proxy)
+
+
+def cmd_proxy(args: argparse.Namespace) -> int:
+    from gem.errors import missing_extra
+
+    try:
+        from gem.eval.proxy import serve
+    except ImportError as exc:
+        raise missing_extra("gem proxy", "server", "fastapi") from exc
+    print(f"gem proxy: http://{args.host}:{args.port}/v1 -> {args.upstream}; recording into {args.out}", flush=True)
+    serve(args.upstream, args.out, host=args.host, port=args.port, timeout_s=args.timeout, api_key=args.api_key)
+    return 0
