@@ -190,6 +190,11 @@ def cmd_proxy(args: argparse.Namespace) -> int:
         from gem.eval.proxy import serve
     except ImportError as exc:
         raise missing_extra("gem proxy", "server", "fastapi") from exc
+    from gem.server.limits import is_loopback
+
+    if not is_loopback(args.host):
+        logger.warning("gem proxy binds %s: anyone who reaches it can use the upstream server through it "
+                       "(it has no authentication of its own)", args.host)
     print(f"gem proxy: http://{args.host}:{args.port}/v1 -> {args.upstream}; recording into {args.out}", flush=True)
     serve(args.upstream, args.out, host=args.host, port=args.port, timeout_s=args.timeout, api_key=args.api_key)
     return 0

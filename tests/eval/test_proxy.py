@@ -125,3 +125,45 @@ def test_bad_upstream_is_refused() -> None:
 
     with pytest.raises(ValueError, match="upstream"):
         create_app("file:///etc/passwd", "/nonexistent-never-written")
+
+
+def test_gem_proxy_command_serves_on_loopback(mock_server, tmp_path: Path) -> None:
+    needs_extra("server")
+    import os
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from gem.services.search.launch import free_port
+
+    server = mock_server(script=["hello"])
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gem.cli", "proxy", "--upstream", server.base_url, "--out", str(tmp_path / "rec"),
+         "--port", str(port)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as reply:  # noqa: S310
+                    assert json.loads(reply.read())["upstream"] == server.base_url
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "gem proxy did not start"
+                time.sleep(0.2)
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/chat/completions",
+            data=json.dumps({"model": "script", "messages": [{"role": "user", "content": "hi"}]}).encode(),
+            headers={"Content-Type": "application/json", "X-GEM-Episode": "e1"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as reply:  # noqa: S310 -- loopback
+            assert json.loads(reply.read())["choices"][0]["message"]["content"] == "hello"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    (call,) = [json.loads(line) for line in (tmp_path / "rec" / "calls.jsonl").read_text().splitlines()]
+    assert call["episode"] == "e1" and call["reply"] == "hello" and call["token_source"] == "none"
