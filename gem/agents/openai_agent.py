@@ -267,6 +267,11 @@ class OpenAIAgent(Agent):
                 )
                 break
             except Exception as exc:  # noqa: BLE001 -- classified below
+                if self.record_tokens and _refuses_token_options(exc) and any(k in self.extra_body for k in TOKEN_EXTRA_BODY):
+                    # a strict server (OpenAI's own API) refuses vLLM's fields: ask with the standard ones only
+                    logger.warning("the server refuses vLLM's token-id options; asking for logprobs only")
+                    self.extra_body = {k: v for k, v in self.extra_body.items() if k not in TOKEN_EXTRA_BODY}
+                    continue
                 retry, status = _retryable(exc)
                 if not retry or attempt >= self.max_retries:
                     raise ModelRequestError(
@@ -440,6 +445,9 @@ class TokenRecovery:
         none = dict(fields, completion_logprobs=None)
         if len(pieces) > MAX_PIECES:
             return dict(none, token_note=f"{len(pieces)} logprob tokens: more than {MAX_PIECES}")
+        if pieces and (await self._tokenize(http, "a") is None or self._tokenizer_api != "llama.cpp"):
+            return dict(none, token_note="the server returned token text, not ids, and no vocabulary endpoint "
+                        "(llama.cpp's /extras/tokenize) to map the text to ids exactly")
         ids = []
         for k, piece in enumerate(pieces):
             found = await self._piece_id(http, piece)
@@ -458,6 +466,12 @@ class TokenRecovery:
             "token_note": "completion ids from the server's logprob tokens and its vocabulary; "
             "the server does not return the prompt's ids",
         }
+
+
+def _refuses_token_options(exc: BaseException) -> bool:
+    """Whether ``exc`` is a 400/422 that names one of vLLM's token-id options."""
+    status = getattr(exc, "status_code", None)
+    return status in (400, 422) and any(k in str(exc) for k in TOKEN_EXTRA_BODY)
 
 
 def _int_list(value: Any) -> Optional[list[int]]:

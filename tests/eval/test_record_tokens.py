@@ -103,3 +103,41 @@ def test_token_stats_and_line() -> None:
     line = format_tokens(stats)
     assert "3 turns server" in line and "none: a piece split a character" in line and "token_drift 0.500" in line
     assert format_tokens(token_stats([{"token_source": "none"}])) == ""  # not asked: nothing to say
+
+
+def test_a_strict_server_gets_the_standard_options_and_text_pieces_stay_none() -> None:
+    """OpenAI's own API refuses vLLM's fields: the agent asks again with logprobs only, and
+    logprob token text without a vocabulary endpoint gives ``none``, never guessed ids."""
+    needs_extra("eval")
+    import httpx
+    import openai
+
+    from gem.agents.openai_agent import OpenAIAgent
+
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        seen.append(body)
+        if "return_token_ids" in body:
+            return httpx.Response(400, json={"error": {"message": "Unrecognized request argument supplied: return_token_ids"}})
+        return httpx.Response(200, json={
+            "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Hi!"},
+                         "logprobs": {"content": [{"token": "Hi", "logprob": -0.1, "bytes": None, "top_logprobs": []},
+                                                  {"token": "!", "logprob": -0.2, "bytes": None, "top_logprobs": []}]}}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+        })
+
+    base = "http://127.0.0.1:9/v1"  # the tokenizer endpoints beside it cannot be reached
+    agent = OpenAIAgent("m", base_url=base, record_tokens=True, max_retries=0, timeout_s=5)
+    agent._client = openai.AsyncOpenAI(base_url=base, api_key="k", max_retries=0,
+                                       http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
+    import asyncio
+
+    text, call = asyncio.run(agent.complete([{"role": "user", "content": "hello"}]))
+    assert text == "Hi!" and len(seen) == 2
+    assert seen[0]["return_token_ids"] is True and "return_token_ids" not in seen[1]
+    assert seen[1]["logprobs"] is True and seen[1]["top_logprobs"] == 0
+    assert call["token_source"] == "none" and call["completion_token_ids"] is None
+    assert "no vocabulary endpoint" in call["token_note"]
