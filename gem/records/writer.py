@@ -6,8 +6,9 @@ Every writer of episodes uses these: ``gem eval`` and ``gem run --out`` (through
 :func:`gem.eval.records.episode_record`), and they are meant for ``gem.rl``'s collection and
 ``gem serve``'s session logs too. A policy that knows the exact token ids of a turn passes them
 in its call record (``calls[k]`` for turn ``k + 1``) with ``token_source`` saying where they came
-from (``server``: the inference server returned them for this request; ``sampler``: the policy's
-own sampler). Without ids a turn says ``token_source: "none"``: nothing here tokenises text.
+from (``server``: the inference server returned them for this request; ``server_logprob_tokens``:
+the server returned each token's text, mapped one to one to ids through its vocabulary;
+``sampler``: the policy's own sampler). Without ids a turn says ``token_source: "none"``: nothing here tokenises text.
 """
 
 from __future__ import annotations
