@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, str] = {
     "eval": "gem.eval.cli:add_parser",
     "plot": "gem.eval.cli:add_plot_parser",
     "view": "gem.eval.cli:add_view_parser",
+    "proxy": "gem.eval.cli:add_proxy_parser",
     "export": "gem.interop.cli:add_parser",
     "validate": "gem.checks.cli:add_parser",
     "replay": "gem.records.cli:add_replay_parser",

@@ -28,6 +28,26 @@ Requests are retried with exponential backoff (``backoff_s * 2**attempt``, cappe
 which counts the request's own time only (not a wait for a free connection in the client's pool).
 A request carries nothing but the standard chat fields: nothing about the episode.
 
+Token recording (``record_tokens=True``, ``gem eval --record-tokens``): each request also asks for
+the sampled tokens' ids and log-probabilities, with the standard ``logprobs: true, top_logprobs: 0``
+and vLLM's ``return_token_ids`` and ``return_tokens_as_token_ids`` (servers that do not know them
+ignore them: llama.cpp does). Each call record then carries ``token_source`` and the ids
+(:func:`server_token_fields`, :data:`TOKEN_SOURCE_NOTES`):
+
+* ``server``: the server returned the ids of this request (vLLM's ``token_ids`` and
+  ``prompt_token_ids``, or logprob tokens written ``token_id:N``).
+* ``server_logprob_tokens``: the server returned one text piece and logprob per sampled token
+  (llama.cpp); each piece is mapped to the one vocabulary id whose text it is, through the
+  server's own ``/extras/tokenize`` and checked with its ``/extras/detokenize``: every piece must
+  be exactly one id and the ids must decode to the reply. A piece that is not (part of a UTF-8
+  character, which llama.cpp sends as ``""``) makes the turn ``none``, with ``token_note`` saying why.
+  The prompt's ids are not returned by llama.cpp, so ``prompt_token_ids`` is ``null``.
+* ``none``: nothing exact came back; ``token_note`` says why.
+
+``token_drift`` (per call: ``True``/``False``/``None``) says whether tokenising the reply's text again
+with the server's tokenizer gives other ids than those sampled (``None``: the server has no
+tokenize endpoint). It is a measurement, never a source of ids.
+
 ``openai`` is imported when the agent is built, never at ``import gem.agents``.
 """
 
@@ -37,6 +57,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import time
 from typing import Any, Optional
 
@@ -51,6 +72,9 @@ DEFAULT_BACKOFF_S = 1.0
 DEFAULT_MAX_BACKOFF_S = 30.0
 TOOL_ROLES = ("tool", "user")
 TOOL_CALLING = ("text", "native")
+TOKEN_REQUEST = {"logprobs": True, "top_logprobs": 0}
+TOKEN_EXTRA_BODY = {"return_token_ids": True, "return_tokens_as_token_ids": True}
+MAX_PIECES = 32768  # pieces recovered per reply at most (a reply is bounded by max_tokens anyway)
 
 
 class ModelRequestError(RuntimeError):
@@ -91,6 +115,8 @@ class OpenAIAgent(Agent):
         client: an ``openai.AsyncOpenAI`` to share between agents (one per event loop).
         tool_calling: ``"text"`` (tool calls written in the reply) or ``"native"`` (the server's
             function calling, with ``tools=`` from ``info["tools"]``). See the module doc.
+        record_tokens: ask the server for token ids and logprobs and keep them in ``calls``
+            (see the module doc: ``token_source``, ``token_note``, ``token_drift``).
     """
 
     def __init__(
@@ -112,6 +138,7 @@ class OpenAIAgent(Agent):
         tool_role: str = "tool",
         client: Any = None,
         tool_calling: str = "text",
+        record_tokens: bool = False,
     ) -> None:
         if not model:
             raise ValueError(
@@ -146,6 +173,10 @@ class OpenAIAgent(Agent):
             if v is not None
         }
         self.extra_body = dict(extra_body or {})
+        self.record_tokens = bool(record_tokens)
+        if self.record_tokens:
+            self.extra_body = {**TOKEN_EXTRA_BODY, **self.extra_body}
+        self._tokens: Optional[TokenRecovery] = None
         self.timeout_s = float(timeout_s)
         self.max_retries = int(max_retries)
         self.backoff_s = float(backoff_s)
@@ -231,10 +262,16 @@ class OpenAIAgent(Agent):
                     timeout=timeout,
                     extra_body=self.extra_body or None,
                     **({"tools": tools} if tools else {}),
+                    **(TOKEN_REQUEST if self.record_tokens else {}),
                     **self.sampling,
                 )
                 break
             except Exception as exc:  # noqa: BLE001 -- classified below
+                if self.record_tokens and _refuses_token_options(exc) and any(k in self.extra_body for k in TOKEN_EXTRA_BODY):
+                    # a strict server (OpenAI's own API) refuses vLLM's fields: ask with the standard ones only
+                    logger.warning("the server refuses vLLM's token-id options; asking for logprobs only")
+                    self.extra_body = {k: v for k, v in self.extra_body.items() if k not in TOKEN_EXTRA_BODY}
+                    continue
                 retry, status = _retryable(exc)
                 if not retry or attempt >= self.max_retries:
                     raise ModelRequestError(
@@ -264,6 +301,11 @@ class OpenAIAgent(Agent):
         calls = _tool_calls(getattr(choice.message, "tool_calls", None) if choice is not None else None)
         if calls:
             record["tool_calls"] = calls
+        if self.record_tokens:
+            if self._tokens is None:
+                base = str(client.base_url).rstrip("/")
+                self._tokens = TokenRecovery(base, self.model, self.api_key, self.timeout_s)
+            record.update(await self._tokens.fields(response, text))
         return text, record
 
     async def aact(self, observation: str, info: Optional[dict[str, Any]] = None) -> str:
@@ -305,6 +347,182 @@ class OpenAIAgent(Agent):
                 self._loop.run_until_complete(self._client.close())
             self._loop.close()
         self._loop = None
+
+
+class TokenRecovery:
+    """Token ids of chat replies from one server: what it returns, or its pieces mapped exactly.
+
+    ``base_url`` is the server's ``/v1`` URL; the tokenizer endpoints are beside it
+    (llama.cpp's ``/extras/tokenize`` and ``/extras/detokenize``, vLLM's ``/tokenize``). See the
+    module doc for the sources. Shared by :class:`OpenAIAgent` and ``gem proxy``.
+    """
+
+    def __init__(self, base_url: str, model: str, api_key: str = "EMPTY", timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        base = base_url.rstrip("/")
+        self.root = base[: -len("/v1")] if base.endswith("/v1") else base
+        self.model = model
+        self.api_key = api_key
+        self.timeout_s = float(timeout_s)
+        self._tokenizer_api: Any = None  # "llama.cpp", "vllm" or False once probed
+        self._piece_ids: dict[str, Optional[int]] = {}
+        self._lead: Optional[list[int]] = None
+
+    async def _post_json(self, http: Any, path: str, body: dict[str, Any]) -> Any:
+        """POST to the server's ``path`` (beside ``/v1``); ``None`` on any failure."""
+        import httpx
+
+        try:
+            reply = await http.post(
+                self.root + path, json=body, headers={"Authorization": f"Bearer {self.api_key}"}
+            )
+            if reply.status_code != 200 or len(reply.content) > 16 << 20:
+                return None
+            return reply.json()
+        except (httpx.HTTPError, ValueError):
+            return None
+
+    async def _tokenize(self, http: Any, text: str) -> Optional[list[int]]:
+        """``text`` tokenised by the server's own tokenizer, without special tokens; ``None``: no endpoint."""
+        if self._tokenizer_api in (None, "llama.cpp"):
+            if self._lead is None:  # what the server puts before any text (a BOS, or nothing)
+                empty = await self._post_json(http, "/extras/tokenize", {"model": self.model, "input": ""})
+                self._lead = _int_list(empty.get("tokens") if isinstance(empty, dict) else None)
+            got = await self._post_json(http, "/extras/tokenize", {"model": self.model, "input": text})
+            ids = _int_list(got.get("tokens") if isinstance(got, dict) else None)
+            lead = self._lead
+            if ids is not None and lead is not None:
+                self._tokenizer_api = "llama.cpp"
+                return ids[len(lead):] if ids[: len(lead)] == lead else ids
+        if self._tokenizer_api in (None, "vllm"):
+            got = await self._post_json(http, "/tokenize", {"model": self.model, "prompt": text, "add_special_tokens": False})
+            ids = _int_list((got or {}).get("tokens") if isinstance(got, dict) else None)
+            if ids is not None:
+                self._tokenizer_api = "vllm"
+                return ids
+        if self._tokenizer_api is None:
+            self._tokenizer_api = False
+        return None
+
+    async def _detokenize(self, http: Any, ids: list[int]) -> Optional[str]:
+        got = await self._post_json(http, "/extras/detokenize", {"model": self.model, "tokens": ids})
+        text = got.get("text") if isinstance(got, dict) else None
+        return text if isinstance(text, str) else None
+
+    async def _piece_id(self, http: Any, piece: str) -> Optional[int]:
+        """The one vocabulary id whose text is ``piece`` (llama.cpp), or ``None``."""
+        if piece not in self._piece_ids:
+            ids = await self._tokenize(http, piece) if piece else None
+            found = None
+            if ids is not None and len(ids) == 1 and await self._detokenize(http, ids) == piece:
+                found = ids[0]
+            if len(self._piece_ids) < 65536:
+                self._piece_ids[piece] = found
+            return found
+        return self._piece_ids[piece]
+
+    async def fields(self, response: Any, text: str) -> dict[str, Any]:
+        """The call record's token fields for ``response`` (SDK object or JSON dict) whose text is ``text``."""
+        import httpx
+
+        async with httpx.AsyncClient(timeout=self.timeout_s, follow_redirects=False) as http:
+            return await self._fields_with(http, response, text)
+
+    async def _fields_with(self, http: Any, response: Any, text: str) -> dict[str, Any]:
+        raw = response.model_dump() if hasattr(response, "model_dump") else response
+        fields = server_token_fields(raw if isinstance(raw, dict) else {})
+        pieces = fields.pop("pieces", None)
+        if fields["token_source"] == "none" and pieces is not None:
+            fields = await self._recover(http, pieces, fields, text)
+        ids = fields.get("completion_token_ids")
+        fields["token_drift"] = None
+        if ids is not None:
+            again = await self._tokenize(http, text)
+            fields["token_drift"] = None if again is None else again != ids
+        return fields
+
+    async def _recover(self, http: Any, pieces: list[str], fields: dict[str, Any], text: str) -> dict[str, Any]:
+        """llama.cpp: map each returned piece to its vocabulary id (see the module doc)."""
+        none = dict(fields, completion_logprobs=None)
+        if len(pieces) > MAX_PIECES:
+            return dict(none, token_note=f"{len(pieces)} logprob tokens: more than {MAX_PIECES}")
+        if pieces and (await self._tokenize(http, "a") is None or self._tokenizer_api != "llama.cpp"):
+            return dict(none, token_note="the server returned token text, not ids, and no vocabulary endpoint "
+                        "(llama.cpp's /extras/tokenize) to map the text to ids exactly")
+        ids = []
+        for k, piece in enumerate(pieces):
+            found = await self._piece_id(http, piece)
+            if found is None:
+                why = "an empty piece (part of a UTF-8 character)" if not piece else f"piece {piece!r:.40} is not one vocabulary id"
+                return dict(none, token_note=f"logprob token {k}: {why}; the ids cannot be recovered exactly")
+            ids.append(found)
+        decoded = await self._detokenize(http, ids) if ids else ""
+        if decoded != text:
+            return dict(none, token_note="the recovered ids do not decode to the reply; not recorded")
+        return {
+            "token_source": "server_logprob_tokens",
+            "prompt_token_ids": None,
+            "completion_token_ids": ids,
+            "completion_logprobs": fields["logprob_values"],
+            "token_note": "completion ids from the server's logprob tokens and its vocabulary; "
+            "the server does not return the prompt's ids",
+        }
+
+
+def _refuses_token_options(exc: BaseException) -> bool:
+    """Whether ``exc`` is a 400/422 that names one of vLLM's token-id options."""
+    status = getattr(exc, "status_code", None)
+    return status in (400, 422) and any(k in str(exc) for k in TOKEN_EXTRA_BODY)
+
+
+def _int_list(value: Any) -> Optional[list[int]]:
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+        return None
+    return list(value)
+
+
+def _float_list(value: Any) -> Optional[list[float]]:
+    out = []
+    for v in value if isinstance(value, list) else [None]:
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or v != v:
+            return None
+        out.append(float(v))
+    return out
+
+
+_TOKEN_ID = re.compile(r"token_id:(\d+)")
+
+
+def server_token_fields(response: dict[str, Any]) -> dict[str, Any]:
+    """The token fields a chat completion's JSON carries by itself (no tokenizer involved).
+
+    Returns ``token_source`` (``server`` or ``none``), ``prompt_token_ids``,
+    ``completion_token_ids``, ``completion_logprobs``, ``token_note`` and, for ``none`` with
+    per-token text pieces (llama.cpp), ``pieces`` and ``logprob_values`` for the caller to map
+    to ids exactly or not at all.
+    """
+    choices = response.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    logprobs = choice.get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    entries = [e for e in content if isinstance(e, dict)] if isinstance(content, list) else None
+    values = _float_list([e.get("logprob") for e in entries]) if entries is not None else None
+    pieces = [e.get("token") for e in entries] if entries is not None else None
+    none: dict[str, Any] = {"token_source": "none", "prompt_token_ids": None, "completion_token_ids": None,
+                            "completion_logprobs": None}
+    prompt_ids = _int_list(response.get("prompt_token_ids"))
+    ids = _int_list(choice.get("token_ids"))
+    if ids is None and pieces is not None and pieces and all(isinstance(p, str) and _TOKEN_ID.fullmatch(p) for p in pieces):
+        ids = [int(_TOKEN_ID.fullmatch(p).group(1)) for p in pieces]  # type: ignore[union-attr]
+    if ids is not None:
+        same = values is not None and len(values) == len(ids)
+        return {"token_source": "server", "prompt_token_ids": prompt_ids, "completion_token_ids": ids,
+                "completion_logprobs": values if same else None,
+                "token_note": None if same else "the server returned ids without one logprob per id"}
+    if pieces is None:
+        return dict(none, token_note="the server returned neither token ids nor logprobs")
+    if values is None or not all(isinstance(p, str) for p in pieces):
+        return dict(none, token_note="the server's logprobs are malformed")
+    return dict(none, token_note="the server returned token text, not ids", pieces=pieces, logprob_values=values)
 
 
 def _tool_calls(raw: Any) -> list[dict[str, Any]]:

@@ -53,6 +53,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--tool-calling", choices=TOOL_CALLING, default="text",
         help="tool calls written in the reply's text, or the API's native function calls",
     )
+    p.add_argument(
+        "--record-tokens", action="store_true",
+        help="ask the server for token ids and logprobs and record them (see docs/records.md)",
+    )
     p.add_argument("--kwarg", action="append", default=[], metavar="KEY=VALUE", help="env kwargs (JSON values)")
     p.add_argument("--out", required=True, help="output directory (rerun with the same one to resume)")
     p.add_argument(
@@ -67,6 +71,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from gem.cli import _parse_kwargs
     from gem.errors import missing_extra
     from gem.eval.runner import SUMMARY_FILE, EvalConfig, EvalRunner, format_summary
+    from gem.eval.summary import format_tokens
 
     if args.agent == "openai":
         try:
@@ -96,6 +101,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         backoff_s=args.backoff,
         tool_role=args.tool_role,
         tool_calling=args.tool_calling,
+        record_tokens=args.record_tokens,
         tokenizer=args.tokenizer,
         progress=not args.no_progress,
         env_kwargs=_parse_kwargs(args.kwarg),
@@ -106,6 +112,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2))
     else:
         sys.stdout.write(format_summary(summary))
+        tokens = format_tokens(summary["overall"])
+        if tokens:
+            print(tokens)
         print(f"episodes: {args.out}/episodes.jsonl  summary: {args.out}/{SUMMARY_FILE}")
     overall = summary["overall"]
     if (runner.ran and runner.failed == runner.ran) or (overall["episodes"] and not overall["scored"]):
@@ -154,4 +163,38 @@ def cmd_view(args: argparse.Namespace) -> int:
         port=args.port,
         on_ready=lambda url: print(f"gem view: open {url} (Ctrl-C to stop)", flush=True),
     )
+    return 0
+
+
+def add_proxy_parser(sub: argparse._SubParsersAction) -> None:
+    """Add ``gem proxy``."""
+    p = sub.add_parser(
+        "proxy",
+        help="a recording OpenAI-compatible endpoint in front of a server: token ids for any harness",
+        description="Forward chat requests to --upstream with token ids and logprobs asked for, and "
+        "record them by episode (X-GEM-Episode header) into the trajectory schema (see docs/records.md).",
+    )
+    p.add_argument("--upstream", required=True, help="the real server's /v1 URL, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--out", default="gem-proxy", help="where calls.jsonl and episodes.jsonl go")
+    p.add_argument("--host", default="127.0.0.1", help="the address to bind (loopback by default)")
+    p.add_argument("--port", type=int, default=8001)
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per upstream request")
+    p.add_argument("--api-key", default=None, help="the upstream's key (else the harness's Authorization is passed on)")
+    p.set_defaults(func=cmd_proxy)
+
+
+def cmd_proxy(args: argparse.Namespace) -> int:
+    from gem.errors import missing_extra
+
+    try:
+        from gem.eval.proxy import serve
+    except ImportError as exc:
+        raise missing_extra("gem proxy", "server", "fastapi") from exc
+    from gem.server.limits import is_loopback
+
+    if not is_loopback(args.host):
+        logger.warning("gem proxy binds %s: anyone who reaches it can use the upstream server through it "
+                       "(it has no authentication of its own)", args.host)
+    print(f"gem proxy: http://{args.host}:{args.port}/v1 -> {args.upstream}; recording into {args.out}", flush=True)
+    serve(args.upstream, args.out, host=args.host, port=args.port, timeout_s=args.timeout, api_key=args.api_key)
     return 0

@@ -49,6 +49,7 @@ class EvalConfig:
     progress: bool = True
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     tool_calling: str = "text"
+    record_tokens: bool = False
 
     def validate(self) -> None:
         if not self.env_ids:

@@ -176,6 +176,7 @@ class EvalRunner:
             backoff_s=cfg.backoff_s,
             tool_role=cfg.tool_role,
             tool_calling=cfg.tool_calling,
+            record_tokens=cfg.record_tokens,
         )
         return options
 

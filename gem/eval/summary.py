@@ -120,12 +120,56 @@ def summarize_records(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "prompt_tokens": sum(_tokens(r, "prompt_tokens") for r in records),
         "completion_tokens": sum(_tokens(r, "completion_tokens") for r in records),
         "mean_seconds": _mean([float(r.get("seconds") or 0.0) for r in ok]),
+        **token_stats(turns),
         "first_errors": first_errors(records),
         "rewards": [float(r.get("total_reward") or 0.0) for r in records],
     }
 
 
 _CAUSE = re.compile(r"attempt\(s\): (\w+):")
+
+
+def token_stats(turns: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """How the turns' token ids were obtained and how often re-tokenising the text gives others.
+
+    ``token_sources``: turns per ``token_source``; ``token_notes``: the first note of each source
+    (why ids are missing); ``token_drift``: the fraction of turns with ids whose completion text,
+    tokenised again, gives other ids (``None``: never measured); ``token_drift_turns``: ``[drifted,
+    measured]``.
+    """
+    sources: dict[str, int] = {}
+    notes: dict[str, str] = {}
+    measured = drifted = 0
+    for t in turns:
+        source = str(t.get("token_source") or "none")
+        sources[source] = sources.get(source, 0) + 1
+        if isinstance(t.get("token_note"), str):
+            notes.setdefault(source, t["token_note"][:300])
+        if isinstance(t.get("token_drift"), bool):
+            measured += 1
+            drifted += t["token_drift"]
+    return {
+        "token_sources": sources,
+        "token_notes": notes,
+        "token_drift": drifted / measured if measured else None,
+        "token_drift_turns": [drifted, measured],
+    }
+
+
+def format_tokens(overall: dict[str, Any]) -> str:
+    """One line on the run's token ids, or ``""`` when no turn says anything about them (not asked)."""
+    sources = overall.get("token_sources") or {}
+    notes = overall.get("token_notes") or {}
+    if not notes and set(sources) <= {"none"}:
+        return ""
+    parts = [f"{n} turns {source}" for source, n in sorted(sources.items())]
+    line = "token ids: " + ", ".join(parts)
+    if sources.get("none") and "none" in notes:
+        line += f" (none: {notes['none']})"
+    drifted, measured = overall.get("token_drift_turns") or [0, 0]
+    if measured:
+        line += f"; token_drift {overall['token_drift']:.3f} ({drifted} of {measured} turns re-tokenise otherwise)"
+    return line
 
 
 def first_errors(records: Sequence[dict[str, Any]], limit: int = 300) -> dict[str, str]:

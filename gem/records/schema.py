@@ -17,7 +17,7 @@ from typing import Any
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = Path(__file__).resolve().parent / "trajectory.schema.json"
-TOKEN_SOURCES = ("none", "server", "sampler", "retokenized")
+TOKEN_SOURCES = ("none", "server", "server_logprob_tokens", "sampler", "retokenized")
 
 
 @functools.lru_cache(maxsize=1)
@@ -101,7 +101,7 @@ def token_problems(turn: dict[str, Any], where: str = "turn") -> list[str]:
     logprobs = turn.get("completion_logprobs")
     if source == "none" and (ids is not None or prompt is not None or logprobs is not None):
         problems.append(f"{where}: token ids or logprobs with token_source 'none' (say where they came from)")
-    if source in ("server", "sampler", "retokenized") and ids is None:
+    if source in TOKEN_SOURCES[1:] and ids is None:
         problems.append(f"{where}: token_source {source!r} without completion_token_ids")
     if source == "retokenized" and not turn.get("tokenizer"):
         problems.append(f"{where}: a retokenized turn must name its tokenizer")

@@ -6,8 +6,9 @@ Every writer of episodes uses these: ``gem eval`` and ``gem run --out`` (through
 :func:`gem.eval.records.episode_record`), and they are meant for ``gem.rl``'s collection and
 ``gem serve``'s session logs too. A policy that knows the exact token ids of a turn passes them
 in its call record (``calls[k]`` for turn ``k + 1``) with ``token_source`` saying where they came
-from (``server``: the inference server returned them for this request; ``sampler``: the policy's
-own sampler). Without ids a turn says ``token_source: "none"``: nothing here tokenises text.
+from (``server``: the inference server returned them for this request; ``server_logprob_tokens``:
+the server returned each token's text, mapped one to one to ids through its vocabulary;
+``sampler``: the policy's own sampler). Without ids a turn says ``token_source: "none"``: nothing here tokenises text.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def turn_tokens(call: Optional[dict[str, Any]], sampling: Optional[dict[str, Any
         if source in (None, "none"):
             raise ValueError(
                 "a call record has token ids or logprobs but no token_source; say where they came from "
-                "('server', 'sampler' or 'retokenized' with its 'tokenizer')."
+                "('server', 'server_logprob_tokens', 'sampler' or 'retokenized' with its 'tokenizer')."
             )
         fields["token_source"] = source
         for k in TOKEN_FIELDS:
@@ -63,6 +64,10 @@ def turn_tokens(call: Optional[dict[str, Any]], sampling: Optional[dict[str, Any
             fields[k] = None if value is None else [float(v) if k == "completion_logprobs" else int(v) for v in value]
         if source == "retokenized":
             fields["tokenizer"] = call.get("tokenizer")
+    if call.get("token_note") is not None:
+        fields["token_note"] = str(call["token_note"])
+    if isinstance(call.get("token_drift"), bool):
+        fields["token_drift"] = call["token_drift"]
     problems = token_problems(fields)
     if problems:
         raise ValueError("; ".join(problems))
