@@ -117,6 +117,10 @@ def _walk(obj: Any, path: tuple, depth: int, seen: set[int]) -> Iterator[tuple[t
     if id(obj) in seen or depth > 2:
         return
     seen.add(id(obj))
+    inner = _inner_env(obj)
+    if inner is not None:  # a wrapper chain (Gymnasium's, GEM's): the env inside holds the state
+        yield from _walk(inner, path + (("unwrapped", None),), depth, seen)
+        return
     if isinstance(obj, dict):
         items = list(obj.items())[:50]
         for k, v in items:
@@ -150,6 +154,19 @@ def _walk(obj: Any, path: tuple, depth: int, seen: set[int]) -> Iterator[tuple[t
             yield from _yield(v, path + (("attr", k),), depth, seen)
 
 
+def _inner_env(obj: Any) -> Any:
+    """The env inside a wrapper chain (``obj.unwrapped`` when it is another object), else ``None``."""
+    if isinstance(obj, (dict, list, tuple, set, frozenset, functools.partial)) or isinstance(obj, _SKIP_TYPES):
+        return None
+    if not hasattr(type(obj), "unwrapped"):  # a class attribute or property, as wrappers define it
+        return None
+    try:
+        inner = obj.unwrapped
+    except Exception:  # noqa: BLE001 -- a property that fails: no chain to follow
+        return None
+    return inner if inner is not None and inner is not obj else None
+
+
 def _yield(value: Any, path: tuple, depth: int, seen: set[int]) -> Iterator[tuple[tuple, Any]]:
     if _scalar(value) is not None:
         yield path, value
@@ -171,6 +188,8 @@ def read_path(obj: Any, path: tuple) -> Optional[str]:
                 obj = obj.args[key]
             elif how == "partial_kw":
                 obj = obj.keywords[key]
+            elif how == "unwrapped":
+                obj = obj.unwrapped
             elif how == "cell":
                 obj = getattr(getattr(obj, "__func__", obj), "__closure__")[key].cell_contents
     except (KeyError, IndexError, TypeError, AttributeError, ValueError):
@@ -183,7 +202,8 @@ def describe_path(path: tuple) -> str:
     out = "env"
     for how, key in path:
         out += {"attr": f".{key}", "key": f"[{key!r}]", "item": f"[{key}]", "partial": f" (partial arg {key})",
-                "partial_kw": f" (partial {key}=)", "cell": f" (closure cell {key})"}[how]
+                "partial_kw": f" (partial {key}=)", "cell": f" (closure cell {key})",
+                "unwrapped": ".unwrapped"}[how]
     return out
 
 

@@ -937,7 +937,8 @@ def skip_reason(exc: BaseException, env_spec: Any = None) -> str:
     if extra:
         from gem.errors import install_hint
 
-        return f"needs the {extra} extra: {install_hint(extra)} ({exc})"
+        hint = install_hint(extra)
+        return f"needs the {extra} extra: {exc}" if hint in str(exc) else f"needs the {extra} extra: {hint} ({exc})"
     return f"a dependency is missing: {exc}"
 
 
