@@ -326,6 +326,7 @@ class _Run:
         self.formats: list[tuple[str, str]] = []
         self._bare = False  # the kept gold is paid bare, not in the prompt's format
         self.reference_rewards: dict[int, float] = {}
+        self.solver_shown = False  # the solver won a seed, or earned more than random play
 
     # ---------------------------------------------------------------- what the env is
     def discover(self) -> None:
@@ -557,8 +558,13 @@ class _Run:
             report.not_run["reference"] = report.not_checked["reference"]
         wanted = [n for n in _ANSWER_ATTACKS if n in self.names]
         if first.kind in ("answer", "game") and not first.gold and wanted:
-            solver_plays = self.multi_turn and _implements(self.env, "make_solver")
-            if not solver_plays:  # a game its solver wins over several turns has no single answer to hedge
+            # A game its solver plays (over several turns, or one move against chance or an opponent,
+            # as in Kuhn poker) has no single answer to hedge: the reference control checks the
+            # solver, and the game attacks (list-every-answer, spray, multi-turn) play every move at
+            # once. A solver that never wins and earns no more than random play shows nothing: the gap
+            # stays open.
+            solver_plays = _implements(self.env, "make_solver") and self.solver_shown
+            if not solver_plays:
                 report.not_run["answer attacks"] = f"{', '.join(wanted)}: {_NO_GOLD}"
 
     def floor(self, seed: int) -> tuple[float, float, float, str]:
@@ -725,11 +731,17 @@ class _Run:
             if first.kind != "game" and not played.success:
                 self.find("reference", "control", played, f"{what} did not reach the success level (seed {seed})", seed=seed)
                 return
+        self.solver_shown = any(p.success for p in runs)
+        if first.kind == "game" and not self.solver_shown and _implements(env, "make_solver"):
+            # no win on the seeds played: a few more seeds (cheap) tell chance from a solver that never wins
+            extra = [s for s in range(max(seeds) + 1, max(seeds) + 7)]
+            self.solver_shown = any(run(s).success for s in extra)
         if first.kind == "game" and not any(p.success for p in runs):
             # games of chance or against an opponent: the solver need not win every seed, but it
             # must do at least as well as random play
             mean = sum(p.reward for p in runs) / len(runs)
             rand = [self._random(s, REFERENCE_MAX_TURNS).reward for s in seeds] if _implements(env, "sample_random_action") else [0.0]
+            self.solver_shown = self.solver_shown or mean > sum(rand) / len(rand) + EPS
             if mean < sum(rand) / len(rand) - EPS:
                 self.find("reference", "control", runs[0],
                           f"{what} won no seed and earned {mean:g} on average, less than random play ({sum(rand) / len(rand):g})")

@@ -136,3 +136,30 @@ def test_a_multi_agent_game_is_played_through_its_views():
     assert resolve_targets(["multi:TicTacToe-v0"], []) == ["multi:TicTacToe-v0-vs-scripted", "multi:TicTacToe-v0-vs-random"]
     ids = offline_ids()
     assert "multi:KuhnPoker-v0" not in ids and "multi:KuhnPoker-v0-vs-random" in ids
+
+
+def test_a_one_move_game_of_chance_with_a_solver_has_no_answer_to_hedge():
+    # Kuhn poker against the scripted player: one move, then the cards decide. The solver's move is no
+    # gold answer (it loses with a low card), the reference control checks the solver instead.
+    report = validate("multi:KuhnPoker-v0-vs-scripted")
+    assert report.ok and report.complete, report.summary()
+    assert report.multi_turn is False and report.gold_source is None and "reference" in report.checked
+    assert "list-every-answer" in report.strategies
+
+
+def test_a_solver_that_never_wins_leaves_the_answer_attacks_open():
+    from gem.agents.base import Agent
+    from tests.checks.outside_ids import UnguessableEnv
+
+    class Wrong(Agent):
+        def act(self, observation, info=None):
+            return "0"
+
+    class WithBadSolver(UnguessableEnv):
+        def make_solver(self):
+            return Wrong()
+
+    report = validate(WithBadSolver())
+    # it earns what random play earns (0): no reference finding for a game, but no answer either
+    assert report.kind == "game" and "reference" in report.checked
+    assert "answer attacks" in report.not_run and not report.complete
