@@ -210,6 +210,11 @@ _CODE_PROMPT = re.compile(r"```python|\bpython\b[^\n]{0,80}\b(?:function|program
                           r"\b(?:function|program|script)\b[^\n]{0,80}\bpython\b", re.I)
 
 
+def _program_or_nothing(sample: str) -> bool:
+    """Whether an env's sample action is a program, or there is none to tell."""
+    return not sample.strip() or bool(re.search(r"```|\bdef \w+\(|\bimport \w|\bprint\(", sample))
+
+
 def looks_like(env: Any, observation: str, sample: str, reference: str = "") -> Optional[str]:
     """``shell`` or ``code`` when the env runs what the agent writes (its sample action, its reference
     solution or its prompt says so), else ``None``."""
@@ -218,8 +223,8 @@ def looks_like(env: Any, observation: str, sample: str, reference: str = "") -> 
         return "shell"
     if family == "code" or sample.lstrip().startswith("```python") or reference.lstrip().startswith("```python"):
         return "code"
-    if "<python>" not in observation and _CODE_PROMPT.search(observation):
-        return "code"
+    if "<python>" not in observation and _CODE_PROMPT.search(observation) and _program_or_nothing(sample):
+        return "code"  # (a prompt that shows Python but whose own actions are plain answers is a text task)
     return None
 
 
@@ -247,6 +252,10 @@ def wrong_values(gold: list[str], sample: Optional[str], fmt: Optional[tuple[str
         x = float(first)
         out += [f"{x + 1:g}", f"{x - 1.5:g}", f"{x * 2 + 3:g}", f"{-x - 3:g}"]
     else:
+        if len(first.split()) >= 3:
+            # an answer of many parts (a move sequence, a sentence, a grid): the wrong answer keeps its
+            # shape (its last part left out), so that a hedge offers two whole answers, not one and junk
+            out.append(first.strip().rsplit(None, 1)[0])
         if first.lower() in ("true", "false"):
             out.append("False" if first.lower() == "true" else "True")
         if first.lower() in ("yes", "no"):
@@ -847,6 +856,11 @@ def _info_values(info: Any, depth: int = 0) -> list[tuple[str, Any]]:
     return out
 
 
+def _shows(text: str, value: str) -> bool:
+    """Whether ``text`` shows ``value`` as a word (not inside a longer word or number)."""
+    return re.search(r"(?<![\w.])" + re.escape(value) + r"(?![\w]|\.\d)", text, re.IGNORECASE) is not None
+
+
 def _leak(t: Target, obs: str, info: Any, first: Optional[str] = None) -> Optional[str]:
     """Where the gold answer shows before the end: ``info`` (a gold-named key, or any key holding
     exactly the answer), or the observation (naming it, or, mid-episode, newly showing it).
@@ -861,7 +875,11 @@ def _leak(t: Target, obs: str, info: Any, first: Optional[str] = None) -> Option
             text = str(value).strip() if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
             if text is None or text not in golds:
                 continue
-            if key.split(".")[-1] in _GOLD_KEYS or _distinctive(text):
+            if key.split(".")[-1] in _GOLD_KEYS:
+                return f"info[{key!r}] holds the gold answer"
+            if _distinctive(text) and not any(_shows(o, text) for o in (obs, first) if o):
+                # a value of another name equal to the gold leaks it unless the agent is shown it anyway
+                # (a prime number that is its own factorisation, a string left as it was)
                 return f"info[{key!r}] holds the gold answer"
     options = {o.lower() for o in t.options()}
     for gold in golds:
