@@ -252,10 +252,12 @@ def wrong_values(gold: list[str], sample: Optional[str], fmt: Optional[tuple[str
         x = float(first)
         out += [f"{x + 1:g}", f"{x - 1.5:g}", f"{x * 2 + 3:g}", f"{-x - 3:g}"]
     else:
-        if len(first.split()) >= 3:
+        shorter = first.strip().rsplit(None, 1)[0]
+        if len(first.split()) >= 3 and _balanced(shorter):
             # an answer of many parts (a move sequence, a sentence, a grid): the wrong answer keeps its
             # shape (its last part left out), so that a hedge offers two whole answers, not one and junk
-            out.append(first.strip().rsplit(None, 1)[0])
+            # (a structure whose brackets the cut would break, as JSON, keeps the other wrong values)
+            out.append(shorter)
         if first.lower() in ("true", "false"):
             out.append("False" if first.lower() == "true" else "True")
         if first.lower() in ("yes", "no"):
@@ -267,6 +269,18 @@ def wrong_values(gold: list[str], sample: Optional[str], fmt: Optional[tuple[str
                 out.append(inner.strip())
         out += ["Zanzibar Quartz", "17", "none of these"]
     return [w for w in dict.fromkeys(out) if w.strip().lower() not in golds]
+
+
+def _balanced(text: str) -> bool:
+    """Whether every bracket of ``text`` is closed in order (a cut answer that an answer parser reads whole)."""
+    stack: list[str] = []
+    for ch in text:
+        if ch in "([{":
+            stack.append({"(": ")", "[": "]", "{": "}"}[ch])
+        elif ch in ")]}":
+            if not stack or stack.pop() != ch:
+                return False
+    return not stack
 
 
 def declared_limits(env: Any) -> dict[str, str]:

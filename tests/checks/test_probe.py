@@ -99,3 +99,9 @@ def test_info_that_repeats_what_the_agent_sees_is_no_leak_but_a_named_answer_is(
     assert validate(InfoEcho(named=False)).ok
     leaked = validate(InfoEcho(named=True))
     assert [f.reason for f in leaked.findings] == ["info['metadata.solution'] holds the gold answer (seed 0)"]
+
+
+def test_a_cut_that_would_break_brackets_is_no_wrong_answer():
+    # '{"0": 1, "1": 2' would leave a \boxed{} open: a parser then reads the box before it
+    assert wrong_values(['{"0": 1, "1": 2}'], "\\boxed{3}", ("\\boxed{", "}"))[0] == "3"
+    assert wrong_values(["(P ∨ Q) → R"], None, None)[0] == "(P ∨ Q) →"
