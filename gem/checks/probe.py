@@ -119,7 +119,8 @@ def candidate_values(env: Any, observation: str = "") -> list[tuple[tuple, str]]
     mappings = [f for f in found if f[0] and f[0][-1][0] == "json" and f not in spans]
     numbers = [f for f in found if re.fullmatch(r"-?\d+(\.\d+)?", f[1])]
     strings = [f for f in found if f not in spans and f not in mappings and f not in numbers]
-    return (strings + mappings + numbers + spans)[:_MAX_CANDIDATES]  # every path: two may hold the same text on this seed only
+    # every path, not every text: two may hold the same text on this seed only
+    return (strings + mappings + numbers + spans)[:_MAX_CANDIDATES]
 
 
 def _walk(obj: Any, path: tuple, depth: int, seen: set[int]) -> Iterator[tuple[tuple, Any]]:
@@ -165,7 +166,7 @@ def _walk(obj: Any, path: tuple, depth: int, seen: set[int]) -> Iterator[tuple[t
 
 def _inner_env(obj: Any) -> Any:
     """The env inside a wrapper chain (``obj.unwrapped`` when it is another object), else ``None``."""
-    if isinstance(obj, (dict, list, tuple, set, frozenset, functools.partial)) or isinstance(obj, _SKIP_TYPES):
+    if isinstance(obj, (dict, list, tuple, set, frozenset, functools.partial, *_SKIP_TYPES)):
         return None
     if not hasattr(type(obj), "unwrapped"):  # a class attribute or property, as wrappers define it
         return None

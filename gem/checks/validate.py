@@ -272,7 +272,7 @@ def wrong_values(gold: list[str], sample: Optional[str], fmt: Optional[tuple[str
 
 
 def _balanced(text: str) -> bool:
-    """Whether every bracket of ``text`` is closed in order (a cut answer that an answer parser reads whole)."""
+    """Whether every bracket of ``text`` is closed in order (a cut answer a parser reads whole)."""
     stack: list[str] = []
     for ch in text:
         if ch in "([{":
@@ -982,7 +982,7 @@ def skip_reason(exc: BaseException, env_spec: Any = None) -> str:
         from gem.errors import install_hint
 
         hint = install_hint(extra)
-        return f"needs the {extra} extra: {exc}" if hint in str(exc) else f"needs the {extra} extra: {hint} ({exc})"
+        return f"needs the {extra} extra: " + (str(exc) if hint in str(exc) else f"{hint} ({exc})")
     return f"a dependency is missing: {exc}"
 
 

@@ -45,8 +45,8 @@ class NeedsExtraEnv(UnguessableEnv):
         raise missing_extra("NeedsExtraEnv", "games", "wordfreq")
 
 
-gem.register("planted:Unguessable", f"{__name__}:UnguessableEnv", family="planted", description="no answer kept")
-gem.register("planted:NeedsExtra", f"{__name__}:NeedsExtraEnv", family="planted", description="needs an extra")
+gem.register("planted:Unguessable", f"{__name__}:UnguessableEnv", family="planted", description="no answer")
+gem.register("planted:NeedsExtra", f"{__name__}:NeedsExtraEnv", family="planted", description="needs games")
 
 try:
     import gymnasium
@@ -59,7 +59,8 @@ if gymnasium is not None:
     class QuizEnv(gymnasium.Env):
         """A capital-city quiz with Text spaces; the answer goes in <answer></answer>."""
 
-        CITIES = {"France": "Paris", "Peru": "Lima", "Kenya": "Nairobi", "Japan": "Tokyo", "Chile": "Santiago"}
+        CITIES = {"France": "Paris", "Peru": "Lima", "Kenya": "Nairobi", "Japan": "Tokyo",
+                  "Chile": "Santiago"}
 
         def __init__(self) -> None:
             self.observation_space = spaces.Text(max_length=400)

@@ -58,7 +58,7 @@ def test_offline_ids_leave_out_the_hub_backed_ones():
     ids = offline_ids()
     assert "math:Arithmetic" in ids and "terminal:CountLines" in ids
     assert "math:GSM8K" not in ids and "code:PrimeIntellect15k" not in ids
-    # the 32 hub-backed ids (tests/envs/test_all_envs.py); the 4 multi-agent games are played through their views
+    # the 32 hub-backed ids (tests/envs/test_all_envs.py); the 4 multi-agent games play through their views
     assert len(ids) == len(gem.list_envs()) - 32 - 4
 
 

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -21,14 +22,16 @@ OUTSIDE = "tests.checks.outside_ids"
 
 
 def _gem(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gem.cli", "validate", "--jobs", "1", *args], capture_output=True,
-                          text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    return subprocess.run([sys.executable, "-m", "gem.cli", "validate", "--jobs", "1", *args],
+                          capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300, check=False)
 
 
 # ===================================================================== bridged ids
 def test_gymnasium_ids_are_validated_through_the_bridge():
     needs_extra("gymnasium")
-    out = _gem("--import", OUTSIDE, "--json", "gymnasium:planted/Quiz-v0", "gymnasium:planted/QuizSubstring-v0")
+    out = _gem("--import", OUTSIDE, "--json", "gymnasium:planted/Quiz-v0",
+               "gymnasium:planted/QuizSubstring-v0")
     assert out.returncode == 1, out.stdout + out.stderr
     clean, holed = json.loads(out.stdout)["envs"]
     assert clean["env_id"] == "gymnasium:planted/Quiz-v0" and clean["ok"] and clean["complete"], clean
@@ -43,7 +46,8 @@ def test_a_gem_id_round_trips_through_gymnasium_and_is_fully_checked():
     needs_extra("gymnasium")
     report = validate("gymnasium:gem/game.GuessTheNumber-v0-easy")
     assert report.ok and report.complete, report.summary()
-    assert ".unwrapped" in (report.gold_source or "")  # the secret number, inside GEM's env inside Gymnasium's
+    # the secret number, in GEM's env inside Gymnasium's wrappers
+    assert ".unwrapped" in (report.gold_source or "")
     assert "reference" in report.checked and "replay" in report.checked
 
 
@@ -54,8 +58,8 @@ def test_openenv_ids_are_validated_against_a_served_env():
 
     server = ServerThread(create_openenv_app(["game:GuessTheNumber-v0-easy"])).start()
     try:
-        report = validate(f"openenv:{server.url}", strategies=["degenerate", "claim", "spray", "noop", "replay",
-                                                                "reference"])
+        report = validate(f"openenv:{server.url}",
+                          strategies=["degenerate", "claim", "spray", "noop", "replay", "reference"])
     finally:
         server.stop()
     assert report.ok, report.summary()
@@ -68,7 +72,7 @@ def test_openenv_ids_are_validated_against_a_served_env():
 
 # ===================================================================== declared limits
 class _DeclaresReplay(planted.UnseededEnv):
-    declared_limits = {"replay": "the remote server does not take seeds"}
+    declared_limits: ClassVar[dict[str, str]] = {"replay": "the remote server does not take seeds"}
 
 
 @pytest.mark.parametrize("name", ["replay", "determinism", "seed"])
@@ -133,7 +137,8 @@ def test_an_extra_missing_only_when_stepping_is_a_skip_too():
 def test_a_multi_agent_game_is_played_through_its_views():
     from gem.checks.cli import offline_ids, resolve_targets
 
-    assert resolve_targets(["multi:TicTacToe-v0"], []) == ["multi:TicTacToe-v0-vs-scripted", "multi:TicTacToe-v0-vs-random"]
+    views = ["multi:TicTacToe-v0-vs-scripted", "multi:TicTacToe-v0-vs-random"]
+    assert resolve_targets(["multi:TicTacToe-v0"], []) == views
     ids = offline_ids()
     assert "multi:KuhnPoker-v0" not in ids and "multi:KuhnPoker-v0-vs-random" in ids
 
