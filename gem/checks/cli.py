@@ -61,10 +61,26 @@ def hub_backed(env_id: str) -> bool:
 
 
 def offline_ids() -> list[str]:
-    """Every registered id that needs no hub download, network or API key."""
+    """Every registered id that needs no hub download, network or API key (a multi-agent game
+    through its single-agent views)."""
     import gem
 
-    return [i for i in gem.list_envs() if not hub_backed(i)]
+    return _through_views([i for i in gem.list_envs() if not hub_backed(i)])
+
+
+def single_agent_views(env_id: str) -> list[str]:
+    """The registered single-agent views of the multi-agent game ``env_id`` (``-vs-scripted``, ...)."""
+    import gem
+
+    return [i for i in gem.list_envs() if gem.spec(i).kwargs.get("game") == env_id]
+
+
+def _through_views(ids: Sequence[str]) -> list[str]:
+    """``ids`` with each multi-agent game replaced by its single-agent views (an agent plays a view)."""
+    out: list[str] = []
+    for env_id in ids:
+        out += single_agent_views(env_id) or [env_id]
+    return list(dict.fromkeys(out))
 
 
 def resolve_targets(targets: Sequence[str], added: Sequence[str]) -> list[str]:
@@ -89,7 +105,7 @@ def resolve_targets(targets: Sequence[str], added: Sequence[str]) -> list[str]:
             raise ValueError(f"{target!r} is neither an env id nor a family with offline ids; "
                              f"families: {', '.join(sorted({i.split(':', 1)[0] for i in gem.list_envs()}))}.")
         ids += family
-    return list(dict.fromkeys(ids))
+    return _through_views(ids)
 
 
 def _import_all(modules: Sequence[str]) -> None:

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import random
 import re
 from typing import Any, Iterator, Optional
@@ -84,6 +85,7 @@ def prompt_commands(text: str, formats: list[tuple[str, str]]) -> list[str]:
 
 # ------------------------------------------------------------------ candidate gold values
 _MAX_CANDIDATES = 60
+_MAX_CHARS = 1000  # a kept answer can be long: a move sequence, a grid
 _SKIP_TYPES = (random.Random, type, type(re), type(functools))
 
 
@@ -92,7 +94,7 @@ def _scalar(value: Any) -> Optional[str]:
         return None
     if isinstance(value, (int, float)):
         return str(value)
-    if isinstance(value, str) and 0 < len(value.strip()) <= 200:
+    if isinstance(value, str) and 0 < len(value.strip()) <= _MAX_CHARS:
         return value.strip()
     return None
 
@@ -101,22 +103,34 @@ def candidate_values(env: Any, observation: str = "") -> list[tuple[tuple, str]]
     """Every short value ``env`` keeps that could be the current episode's answer: ``(path, text)``.
 
     The path (see :func:`read_path`) reads the same place again after another reset. Strings come
-    first (an answer is more often a string than a count), then numbers.
+    first (an answer is more often a string than a count), then small mappings as JSON (a colouring,
+    an assignment), then numbers, then short spans of the prompt (an extractive task's answer).
     """
     found: list[tuple[tuple, str]] = []
     for path, value in _walk(env, (), 0, set()):
         text = _scalar(value)
-        if text is not None and not (len(text.split()) >= 3 and text in observation):
-            found.append((path, text))  # (a span of the prompt is the quote attack's, not a kept answer)
-    strings = [f for f in found if not re.fullmatch(r"-?\d+(\.\d+)?", f[1])]
-    numbers = [f for f in found if f not in strings]
-    return (strings + numbers)[:_MAX_CANDIDATES]  # every path: two may hold the same text on this seed only
+        if text is not None:
+            found.append((path, text))
+    spans = [f for f in found if len(f[1].split()) >= 3 and f[1] in observation]
+    # a short part of a long prompt can be an answer (a passage's span, a premise restated); the
+    # question itself, or most of the prompt, is the quote attack's, not a kept answer
+    found = [f for f in found if f not in spans or 4 * len(f[1]) <= len(observation)]
+    spans = [f for f in spans if f in found]
+    mappings = [f for f in found if f[0] and f[0][-1][0] == "json" and f not in spans]
+    numbers = [f for f in found if re.fullmatch(r"-?\d+(\.\d+)?", f[1])]
+    strings = [f for f in found if f not in spans and f not in mappings and f not in numbers]
+    # every path, not every text: two may hold the same text on this seed only
+    return (strings + mappings + numbers + spans)[:_MAX_CANDIDATES]
 
 
 def _walk(obj: Any, path: tuple, depth: int, seen: set[int]) -> Iterator[tuple[tuple, Any]]:
     if id(obj) in seen or depth > 2:
         return
     seen.add(id(obj))
+    inner = _inner_env(obj)
+    if inner is not None:  # a wrapper chain (Gymnasium's, GEM's): the env inside holds the state
+        yield from _walk(inner, path + (("unwrapped", None),), depth, seen)
+        return
     if isinstance(obj, dict):
         items = list(obj.items())[:50]
         for k, v in items:
@@ -150,10 +164,38 @@ def _walk(obj: Any, path: tuple, depth: int, seen: set[int]) -> Iterator[tuple[t
             yield from _yield(v, path + (("attr", k),), depth, seen)
 
 
+def _inner_env(obj: Any) -> Any:
+    """The env inside a wrapper chain (``obj.unwrapped`` when it is another object), else ``None``."""
+    if isinstance(obj, (dict, list, tuple, set, frozenset, functools.partial, *_SKIP_TYPES)):
+        return None
+    if not hasattr(type(obj), "unwrapped"):  # a class attribute or property, as wrappers define it
+        return None
+    try:
+        inner = obj.unwrapped
+    except Exception:  # noqa: BLE001 -- a property that fails: no chain to follow
+        return None
+    return inner if inner is not None and inner is not obj else None
+
+
+def _json_mapping(value: Any) -> Optional[str]:
+    """A small mapping of scalars as JSON (``{"0": 1, "1": 2}``), the form prompts ask for, else ``None``."""
+    if not isinstance(value, dict) or not 0 < len(value) <= 50:
+        return None
+    if not all(isinstance(k, (str, int)) and isinstance(v, (str, int, float)) and not isinstance(v, bool)
+               for k, v in value.items()):
+        return None
+    text = json.dumps({str(k): v for k, v in value.items()})
+    return text if len(text) <= _MAX_CHARS else None
+
+
 def _yield(value: Any, path: tuple, depth: int, seen: set[int]) -> Iterator[tuple[tuple, Any]]:
     if _scalar(value) is not None:
         yield path, value
-    elif not isinstance(value, (str, bytes, bool, int, float)) and value is not None:
+        return
+    mapping = _json_mapping(value)
+    if mapping is not None:
+        yield path + (("json", None),), mapping
+    if not isinstance(value, (str, bytes, bool, int, float)) and value is not None:
         yield from _walk(value, path, depth + 1, seen)
 
 
@@ -171,6 +213,10 @@ def read_path(obj: Any, path: tuple) -> Optional[str]:
                 obj = obj.args[key]
             elif how == "partial_kw":
                 obj = obj.keywords[key]
+            elif how == "json":
+                obj = _json_mapping(obj)
+            elif how == "unwrapped":
+                obj = obj.unwrapped
             elif how == "cell":
                 obj = getattr(getattr(obj, "__func__", obj), "__closure__")[key].cell_contents
     except (KeyError, IndexError, TypeError, AttributeError, ValueError):
@@ -183,7 +229,8 @@ def describe_path(path: tuple) -> str:
     out = "env"
     for how, key in path:
         out += {"attr": f".{key}", "key": f"[{key!r}]", "item": f"[{key}]", "partial": f" (partial arg {key})",
-                "partial_kw": f" (partial {key}=)", "cell": f" (closure cell {key})"}[how]
+                "partial_kw": f" (partial {key}=)", "cell": f" (closure cell {key})",
+                "unwrapped": ".unwrapped", "json": " (as JSON)"}[how]
     return out
 
 

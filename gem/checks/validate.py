@@ -210,6 +210,11 @@ _CODE_PROMPT = re.compile(r"```python|\bpython\b[^\n]{0,80}\b(?:function|program
                           r"\b(?:function|program|script)\b[^\n]{0,80}\bpython\b", re.I)
 
 
+def _program_or_nothing(sample: str) -> bool:
+    """Whether an env's sample action is a program, or there is none to tell."""
+    return not sample.strip() or bool(re.search(r"```|\bdef \w+\(|\bimport \w|\bprint\(", sample))
+
+
 def looks_like(env: Any, observation: str, sample: str, reference: str = "") -> Optional[str]:
     """``shell`` or ``code`` when the env runs what the agent writes (its sample action, its reference
     solution or its prompt says so), else ``None``."""
@@ -218,8 +223,8 @@ def looks_like(env: Any, observation: str, sample: str, reference: str = "") -> 
         return "shell"
     if family == "code" or sample.lstrip().startswith("```python") or reference.lstrip().startswith("```python"):
         return "code"
-    if "<python>" not in observation and _CODE_PROMPT.search(observation):
-        return "code"
+    if "<python>" not in observation and _CODE_PROMPT.search(observation) and _program_or_nothing(sample):
+        return "code"  # (a prompt that shows Python but whose own actions are plain answers is a text task)
     return None
 
 
@@ -247,6 +252,12 @@ def wrong_values(gold: list[str], sample: Optional[str], fmt: Optional[tuple[str
         x = float(first)
         out += [f"{x + 1:g}", f"{x - 1.5:g}", f"{x * 2 + 3:g}", f"{-x - 3:g}"]
     else:
+        shorter = first.strip().rsplit(None, 1)[0]
+        if len(first.split()) >= 3 and _balanced(shorter):
+            # an answer of many parts (a move sequence, a sentence, a grid): the wrong answer keeps its
+            # shape (its last part left out), so that a hedge offers two whole answers, not one and junk
+            # (a structure whose brackets the cut would break, as JSON, keeps the other wrong values)
+            out.append(shorter)
         if first.lower() in ("true", "false"):
             out.append("False" if first.lower() == "true" else "True")
         if first.lower() in ("yes", "no"):
@@ -258,6 +269,18 @@ def wrong_values(gold: list[str], sample: Optional[str], fmt: Optional[tuple[str
                 out.append(inner.strip())
         out += ["Zanzibar Quartz", "17", "none of these"]
     return [w for w in dict.fromkeys(out) if w.strip().lower() not in golds]
+
+
+def _balanced(text: str) -> bool:
+    """Whether every bracket of ``text`` is closed in order (a cut answer a parser reads whole)."""
+    stack: list[str] = []
+    for ch in text:
+        if ch in "([{":
+            stack.append({"(": ")", "[": "]", "{": "}"}[ch])
+        elif ch in ")]}":
+            if not stack or stack.pop() != ch:
+                return False
+    return not stack
 
 
 def declared_limits(env: Any) -> dict[str, str]:
@@ -326,6 +349,7 @@ class _Run:
         self.formats: list[tuple[str, str]] = []
         self._bare = False  # the kept gold is paid bare, not in the prompt's format
         self.reference_rewards: dict[int, float] = {}
+        self.solver_shown = False  # the solver won a seed, or earned more than random play
 
     # ---------------------------------------------------------------- what the env is
     def discover(self) -> None:
@@ -557,8 +581,13 @@ class _Run:
             report.not_run["reference"] = report.not_checked["reference"]
         wanted = [n for n in _ANSWER_ATTACKS if n in self.names]
         if first.kind in ("answer", "game") and not first.gold and wanted:
-            solver_plays = self.multi_turn and _implements(self.env, "make_solver")
-            if not solver_plays:  # a game its solver wins over several turns has no single answer to hedge
+            # A game its solver plays (over several turns, or one move against chance or an opponent,
+            # as in Kuhn poker) has no single answer to hedge: the reference control checks the
+            # solver, and the game attacks (list-every-answer, spray, multi-turn) play every move at
+            # once. A solver that never wins and earns no more than random play shows nothing: the gap
+            # stays open.
+            solver_plays = _implements(self.env, "make_solver") and self.solver_shown
+            if not solver_plays:
                 report.not_run["answer attacks"] = f"{', '.join(wanted)}: {_NO_GOLD}"
 
     def floor(self, seed: int) -> tuple[float, float, float, str]:
@@ -725,11 +754,17 @@ class _Run:
             if first.kind != "game" and not played.success:
                 self.find("reference", "control", played, f"{what} did not reach the success level (seed {seed})", seed=seed)
                 return
+        self.solver_shown = any(p.success for p in runs)
+        if first.kind == "game" and not self.solver_shown and _implements(env, "make_solver"):
+            # no win on the seeds played: a few more seeds (cheap) tell chance from a solver that never wins
+            extra = [s for s in range(max(seeds) + 1, max(seeds) + 7)]
+            self.solver_shown = any(run(s).success for s in extra)
         if first.kind == "game" and not any(p.success for p in runs):
             # games of chance or against an opponent: the solver need not win every seed, but it
             # must do at least as well as random play
             mean = sum(p.reward for p in runs) / len(runs)
             rand = [self._random(s, REFERENCE_MAX_TURNS).reward for s in seeds] if _implements(env, "sample_random_action") else [0.0]
+            self.solver_shown = self.solver_shown or mean > sum(rand) / len(rand) + EPS
             if mean < sum(rand) / len(rand) - EPS:
                 self.find("reference", "control", runs[0],
                           f"{what} won no seed and earned {mean:g} on average, less than random play ({sum(rand) / len(rand):g})")
@@ -835,6 +870,11 @@ def _info_values(info: Any, depth: int = 0) -> list[tuple[str, Any]]:
     return out
 
 
+def _shows(text: str, value: str) -> bool:
+    """Whether ``text`` shows ``value`` as a word (not inside a longer word or number)."""
+    return re.search(r"(?<![\w.])" + re.escape(value) + r"(?![\w]|\.\d)", text, re.IGNORECASE) is not None
+
+
 def _leak(t: Target, obs: str, info: Any, first: Optional[str] = None) -> Optional[str]:
     """Where the gold answer shows before the end: ``info`` (a gold-named key, or any key holding
     exactly the answer), or the observation (naming it, or, mid-episode, newly showing it).
@@ -849,7 +889,11 @@ def _leak(t: Target, obs: str, info: Any, first: Optional[str] = None) -> Option
             text = str(value).strip() if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
             if text is None or text not in golds:
                 continue
-            if key.split(".")[-1] in _GOLD_KEYS or _distinctive(text):
+            if key.split(".")[-1] in _GOLD_KEYS:
+                return f"info[{key!r}] holds the gold answer"
+            if _distinctive(text) and not any(_shows(o, text) for o in (obs, first) if o):
+                # a value of another name equal to the gold leaks it unless the agent is shown it anyway
+                # (a prime number that is its own factorisation, a string left as it was)
                 return f"info[{key!r}] holds the gold answer"
     options = {o.lower() for o in t.options()}
     for gold in golds:
@@ -937,7 +981,8 @@ def skip_reason(exc: BaseException, env_spec: Any = None) -> str:
     if extra:
         from gem.errors import install_hint
 
-        return f"needs the {extra} extra: {install_hint(extra)} ({exc})"
+        hint = install_hint(extra)
+        return f"needs the {extra} extra: " + (str(exc) if hint in str(exc) else f"{hint} ({exc})")
     return f"a dependency is missing: {exc}"
 
 

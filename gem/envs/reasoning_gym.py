@@ -31,6 +31,7 @@ from typing import Any, Optional
 import reasoning_gym
 
 from gem.compat.reasoning_gym import ReasoningGymCompat
+from gem.core import StepResult
 from gem.envs.single_turn import EVAL_PARAM, SingleTurnEnv
 from gem.errors import report_infra_failure
 from gem.params import Param, check_params
@@ -251,8 +252,14 @@ class ReasoningGymEnv(ReasoningGymCompat, SingleTurnEnv):
     def _question(self, item: dict[str, Any]) -> str:
         return str(item["question"])
 
-    def _reset_info(self, item: dict[str, Any]) -> dict[str, Any]:
-        return {**super()._reset_info(item), "metadata": item.get("metadata", {})}
+    def step(self, action: str) -> StepResult:
+        result = super().step(action)
+        if result[2] or result[3]:
+            # the task's metadata holds its solution: shown once the episode has ended, never at reset
+            # (an agent, or a remote client of gem serve, is handed the reset info)
+            item = getattr(self, "item", None) or {}
+            result[4].setdefault("metadata", copy.deepcopy(item.get("metadata", {})))
+        return result
 
     def _extract(self, action: str) -> Optional[str]:
         return extract_last_boxed_answer(action)

@@ -43,12 +43,14 @@ def test_sample_scores_gold_answer_one_and_wrong_zero(name):
     scored = 0
     for seed in range(3):
         obs, info = env.reset(seed=seed)
-        assert obs == env.unwrapped.item["question"] and "metadata" in info
+        # the task's metadata holds its solution: not at reset, only once the episode has ended
+        assert obs == env.unwrapped.item["question"] and "metadata" not in info
         gold = env.unwrapped.item["answer"]
         if gold is None:  # tasks with many valid answers keep none; reasoning-gym checks validity
             continue
         _, reward, terminated, truncated, info = env.step(f"so the answer is \\boxed{{{gold}}}")
         assert (reward, terminated, truncated, info["correct"], info["score"]) == (1.0, True, True, True, 1.0)
+        assert info["metadata"] == env.unwrapped.item.get("metadata", {})
         scored += 1
         env.reset(seed=seed)
         _, reward, _, _, info = env.step("\\boxed{certainly not the answer 8h2k}")
