@@ -237,8 +237,13 @@ def totals(reports: Sequence[Report], seconds: float) -> str:
     errors = sum(1 for r in reports if r.errors)
     partial = sum(1 for r in reports if r.not_run and not r.skipped)
     per_family = ", ".join(f"{k}: {v}" for k, v in sorted(findings.items())) or "none"
-    return (f"gem validate: {len(reports)} envs, {sum(findings.values())} findings ({per_family}), "
+    found = sum(findings.values())
+    return (f"gem validate: {_count(len(reports), 'env')}, {_count(found, 'finding')} ({per_family}), "
             f"{errors} with errors, {partial} not fully checked, {skipped} skipped, in {seconds:.0f} s")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:  # python -m gem.checks.cli

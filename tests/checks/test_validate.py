@@ -135,7 +135,7 @@ def _gem(*args: str) -> subprocess.CompletedProcess:
 def test_cli_exit_codes_and_import():
     clean = _gem("--import", "tests.checks.planted_ids", "planted:Clean", "--jobs", "1")
     assert clean.returncode == 0, clean.stdout + clean.stderr
-    assert "planted:Clean: ok" in clean.stdout and "1 envs, 0 findings" in clean.stdout
+    assert "planted:Clean: ok" in clean.stdout and "1 env, 0 findings" in clean.stdout
 
     # without ids: the ids the import registered
     both = _gem("--import", "tests.checks.planted_ids", "--json", "--jobs", "2")
@@ -221,3 +221,14 @@ def test_grading_that_fails_counts_as_failed_not_as_a_crash(monkeypatch):
 
     report = validate(Flaky(), strategies=["degenerate"])
     assert report.ok and not report.errors, report.summary()
+
+
+def test_the_closing_line_counts_in_words():
+    from gem.checks.cli import totals
+
+    class R:  # the fields totals() reads
+        def __init__(self, env_id, findings):
+            self.env_id, self.findings, self.skipped, self.errors, self.not_run = env_id, findings, False, [], []
+
+    assert totals([R("game:A", ["f"])], 1.0).startswith("gem validate: 1 env, 1 finding (game: 1), ")
+    assert totals([R("game:A", []), R("game:B", [])], 1.0).startswith("gem validate: 2 envs, 0 findings (none), ")
