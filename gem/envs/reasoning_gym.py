@@ -42,6 +42,8 @@ from gem.utils.parsing import extract_last_boxed_answer
 # Tasks whose answer is an arithmetic expression over the item's numbers (metadata "numbers"):
 # "all" uses each exactly once, "subset" each at most once. Their scorers check the value only.
 _EXPRESSION_TASKS = {"puzzle24": "all", "countdown": "subset"}
+# Tasks whose answers are checked before their scorer runs (gem.envs._rg_solvers: task -> check).
+_CHECKS = {"rush_hour": "rush_hour_invalid", "boxnet": "boxnet_invalid"}
 # Answers no task's gold can be: a scorer that pays one of them pays anything.
 _PROBES = ("gem: not an answer", "0", "[]", "True", "False")
 
@@ -55,12 +57,20 @@ def _refuse(name: str, answer: str, item: dict[str, Any]) -> Optional[str]:
 
     Hedges: alternatives joined by a connective the gold answer does not use (``a \\text{ or } b``,
     ``a and b``: several scorers read one side). Expression puzzles: numbers other than the item's.
+    Rush Hour: anything but a list of whole legal moves ending when the red car leaves (the scorer
+    reads moves anywhere in the text and skips blocked ones). Boxnet: a plan its scorer cannot read.
     """
     from collections import Counter
 
     gold = item.get("answer")
     if gold is not None and str(gold).strip() and hedged(answer, str(gold)):
         return "alternatives joined by a connective"
+    if name in _CHECKS:
+        from gem.envs import _rg_solvers
+
+        invalid = getattr(_rg_solvers, _CHECKS[name])(answer, item)
+        if invalid is not None:
+            return invalid
     rule = _EXPRESSION_TASKS.get(name)
     numbers = (item.get("metadata") or {}).get("numbers")
     if rule and isinstance(numbers, list):
@@ -180,6 +190,12 @@ class ReasoningGymEnv(ReasoningGymCompat, SingleTurnEnv):
         self.name, self.size = name, size
         self.config = dict(config or {})
         self.partial_credit = bool(partial_credit)
+        from gem.envs._rg_solvers import SOLVERS
+
+        if name not in SOLVERS:
+            # only the tasks that keep no gold answer have a solver; the others give theirs as
+            # ``answer``, and ``reference_solution = None`` says there is no other reference
+            self.reference_solution = None  # type: ignore[method-assign,assignment]
         self._use_seed(seed)
 
     def _use_seed(self, seed: int) -> None:
@@ -286,6 +302,20 @@ class ReasoningGymEnv(ReasoningGymCompat, SingleTurnEnv):
         else:
             reward = self.success_reward if correct else self.fail_reward
         return reward, correct, {"score": score}
+
+    def reference_solution(self) -> Optional[str]:
+        """A reply that solves the current item, for the tasks that keep no gold answer
+        (``rush_hour``, ``boxnet``: many answers are valid): one computed by a solver from the item
+        (:mod:`gem.envs._rg_solvers`), in ``\\boxed{}``. ``None`` when the solver gives up within
+        its bound. The agent is never shown it; it is for validators and the ``gold`` smoke-test
+        agent. Other tasks have ``reference_solution = None`` and give their gold as ``answer``."""
+        item = getattr(self, "item", None)
+        if not item:
+            return None
+        from gem.envs._rg_solvers import reference_answer
+
+        answer = reference_answer(self.name, item)
+        return None if answer is None else f"\\boxed{{{answer}}}"
 
     def sample_random_action(self) -> str:
         """The boxed answer of a random item of this task: in the task's own answer format (a

@@ -30,10 +30,10 @@ REPRESENTATIVE = [
     ("swe:Slugify", "shell", {}),
 ]
 
-# Offline ids that expose no answer, reference solution or solver (reasoning-gym scores them by
-# simulation and keeps no solution): their answer attacks and reference control cannot run, so
-# `gem validate --strict` fails on them until the env gives a reference solution.
-KNOWN_GAPS = {"rg:rush_hour", "rg:boxnet"}
+# Offline ids that expose no answer, reference solution or solver: their answer attacks and
+# reference control cannot run, so `gem validate --strict` fails on them. (rg:rush_hour and
+# rg:boxnet, which reasoning-gym scores by simulation, get reference answers from solvers.)
+KNOWN_GAPS: set[str] = set()
 
 
 def _needs(env_id: str) -> None:
