@@ -243,3 +243,20 @@ def test_gem_still_offers_what_the_framework_imports_from_it(framework):
     for ref in PINS[framework]["gem_imports"]:
         module, name = ref.split(":")
         assert hasattr(importlib.import_module(module), name), f"{framework} imports {name} from {module}"
+
+
+# ---------------------------------------------------------------------------------------------- Oat
+
+
+def test_oat_transition_data_fields_match_the_pin():
+    """Oat needs CUDA to install; the ``TransitionData`` the adapter builds must fit Oat 0.2.4's fields."""
+    import ast
+
+    pin = PINS["Oat"]["TransitionData"]
+    tree = ast.parse((EXAMPLES / "oat/gem_oat.py").read_text())
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "TransitionData"]
+    assert calls, "the adapter no longer builds TransitionData"
+    for call in calls:
+        names = {k.arg for k in call.keywords}
+        assert not call.args and set(pin["required"]) <= names, set(pin["required"]) - names
+        assert names <= set(pin["required"]) | set(pin["optional"]), names - set(pin["required"]) - set(pin["optional"])
