@@ -144,6 +144,11 @@ def test_executor_stops_when_the_length_budget_is_spent(tiny):
     _, tokenizer = tiny
     prompt, label = _prompt(tokenizer, 2)
     prompt_len = len(tokenizer(text=prompt, add_special_tokens=False)["input_ids"])
-    engine = ScriptedEngine(tokenizer, ["\\boxed{1}", "\\boxed{2}", "\\boxed{3}", "\\boxed{4}"])
+    env = gem.make(ENV_ID)
+    env.reset(seed=2)
+    wrong = f"\\boxed{{{env.target % 10 + 1}}}"
+    engine = ScriptedEngine(tokenizer, [wrong] * 4)
     result = asyncio.run(_load_executor().execute(prompt, label, SamplingParams(), prompt_len + 8, tokenizer, engine))
-    assert len(result["action_ranges"]) == 1  # the env's reply used the rest of max_length
+    # a wrong guess does not end the episode, but the env's reply used the rest of max_length
+    assert len(result["action_ranges"]) == 1 and len(engine.answers) == 3 and result["reward"] == 0.0
+    assert len(result["observation_tokens"]) > prompt_len + 8

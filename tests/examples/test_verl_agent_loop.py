@@ -88,6 +88,7 @@ def config(tiny):
     with initialize_config_dir(config_dir=config_dir, version_base=None):
         cfg = compose(config_name="ppo_trainer", overrides=[
             f"actor_rollout_ref.model.path={tiny[2]}",
+            "actor_rollout_ref.rollout.name=vllm",  # the engine the server client would front; unused here
             f"actor_rollout_ref.rollout.prompt_length={PROMPT_LEN}",
             f"actor_rollout_ref.rollout.response_length={RESPONSE_LEN}",
             "actor_rollout_ref.rollout.calculate_log_probs=True",
