@@ -72,9 +72,9 @@ class GemActor(PPOActor):
         for ep in episodes:
             for t in ep.transitions:
                 data.append(TransitionData(
-                    prompt=t.observation, responses=[t.action], rewards=[t.advantage],
+                    prompt=t.observation, response=t.action, rewards=[t.advantage],
                     prompt_ids=t.prompt_ids, response_ids=t.response_ids, response_logprobs=t.logprobs,
-                    loss_mask=[True], info={"actor/episode_return": ep.total_reward},
+                    loss_mask=True, info={"actor/episode_return": ep.total_reward},
                 ))
         return self.ipc_client.serialize_ipc(data)
 

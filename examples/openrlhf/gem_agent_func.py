@@ -1,9 +1,10 @@
 """OpenRLHF agent function driving a GEM env (``--agent_func_path examples/openrlhf/gem_agent_func.py``).
 
-OpenRLHF's multi-turn extension point is a Python file defining ``AgentInstance`` (subclass of
-``openrlhf.utils.agent.AgentInstanceBase``, with async ``reset`` and ``step``) and ``AgentExecutor``
-(subclass of ``AgentExecutorBase``). Each prompt's ``label`` is a JSON string ``{"env_id": ..,
-"seed": ..}`` naming the GEM task (write the dataset with :func:`write_prompts`); the first
+OpenRLHF's multi-turn extension point is a Python file defining ``AgentExecutor``, an
+``openrlhf.utils.agent.AgentExecutorBase`` that OpenRLHF builds with no arguments; here it is the
+framework's ``MultiTurnAgentExecutor`` with ``AgentInstance`` (an ``AgentInstanceBase`` with async
+``reset`` and ``step``). Written against OpenRLHF 0.11.2 (see the README). Each prompt's ``label``
+is a JSON string ``{"env_id": .., "seed": ..}`` naming the GEM task (write the dataset with :func:`write_prompts`); the first
 observation of that task is the prompt. Every model turn is one ``env.step``; the env's
 observation goes back as the next user turn and its reward is the turn's reward.
 """
@@ -14,11 +15,14 @@ import json
 from typing import Any
 
 import torch
-from openrlhf.utils.agent import AgentExecutorBase, AgentInstanceBase
+from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 
 import gem
 
 DEFAULT_ENV = "game:GuessTheNumber-v0"
+# The env's reply, appended after the model's turn (which ends with its end-of-turn token) as the next
+# user turn, in ChatML (as Qwen models use).
+USER_TURN = "\n<|im_start|>user\n{observation}<|im_end|>\n<|im_start|>assistant\n"
 
 
 def write_prompts(path: str, env_id: str = DEFAULT_ENV, n: int = 1024, seed: int = 0) -> None:
@@ -31,24 +35,27 @@ def write_prompts(path: str, env_id: str = DEFAULT_ENV, n: int = 1024, seed: int
 
 
 class AgentInstance(AgentInstanceBase):
-    """One GEM episode per OpenRLHF sample."""
+    """One GEM episode per OpenRLHF sample (OpenRLHF makes one instance per prompt)."""
 
-    async def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.env = None
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.env: Any = None
         self.turns = 0
 
     async def reset(self, states: dict, **kwargs: Any) -> dict:
+        """Start the task named by the label; the prompt (already rendered by OpenRLHF) stays the observation."""
         task = json.loads(states["label"]) if states.get("label") else {"env_id": DEFAULT_ENV, "seed": None}
         self.env = gem.make(task["env_id"])
-        obs, _ = self.env.reset(seed=task.get("seed"))
+        self.env.reset(seed=task.get("seed"))
         self.turns = 0
-        return {"observation": obs}
+        return {"observation": states["observation"]}
 
     async def step(self, states: dict, **kwargs: Any) -> dict:
         obs, reward, terminated, truncated, info = self.env.step(states["action_text"])
         self.turns += 1
         done = bool(terminated or truncated)
-        feedback = "" if done else f"\n<|im_start|>user\n{obs}<|im_end|>\n<|im_start|>assistant\n"
+        feedback = "" if done else USER_TURN.format(observation=obs)
+        if done:
+            self.env.close()
         return {
             "rewards": torch.tensor(float(reward)),
             "scores": torch.tensor(float(reward)),
@@ -59,11 +66,8 @@ class AgentInstance(AgentInstanceBase):
         }
 
 
-class AgentExecutor(AgentExecutorBase):
-    """OpenRLHF's executor with the GEM AgentInstance."""
+class AgentExecutor(MultiTurnAgentExecutor):
+    """OpenRLHF's multi-turn executor with the GEM ``AgentInstance`` (OpenRLHF builds it with no arguments)."""
 
-    def __init__(self, max_steps: int, max_length: int, llm_engine: Any, hf_tokenizer: Any, result_queue: Any) -> None:
-        super().__init__(AgentInstance, max_steps, max_length, llm_engine, hf_tokenizer, result_queue)
-
-    async def execute(self, prompt: Any, label: Any, sampling_params: Any) -> Any:
-        return await super().execute(prompt, label, sampling_params)
+    def __init__(self) -> None:
+        super().__init__(AgentInstance)

@@ -51,7 +51,7 @@ async def generate(config: Any, tokenizer: Any, router_url: str, sample: Any) ->
             return
         obs, reward, terminated, truncated, _ = env.step(sample.action_text)
         done = bool(terminated or truncated)
-        add_env_response(config, tokenizer, sample, {"next_state": _render(tokenizer, obs), "reward": float(reward), "done": done})
+        add_env_response(tokenizer, sample, {"next_state": _render(tokenizer, obs), "reward": float(reward), "done": done})
         if done or sample.status == Sample.Status.DONE:
             env.close()
             sample.sample.pop("gem_env", None)

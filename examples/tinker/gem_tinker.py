@@ -1,11 +1,12 @@
 """GEM envs as Tinker cookbook RL envs (``tinker_cookbook.rl.types``).
 
 Tinker's RL extension point is a set of small classes: an ``Env`` with async
-``initial_observation() -> (ModelInput, StopCondition)`` and ``step(tokens) -> StepResult``, an
+``initial_observation() -> (ModelInput, StopCondition)`` and ``step(tokens, *, extra) -> StepResult``, an
 ``EnvGroupBuilder`` whose ``make_envs()`` returns a group of envs on the same task (the group is what
 the cookbook centres advantages over), and an ``RLDataset`` whose ``get_batch(i)`` returns builders.
 Prompts are rendered with a cookbook ``renderer`` (the model's chat format); each model turn is
-parsed back to text and sent to ``gem`` ``env.step``.
+parsed back to text and sent to ``gem`` ``env.step``. Written against tinker-cookbook 0.5.8 with
+tinker 0.38.0 (see the README).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tinker_cookbook.rl.types import Env, EnvGroupBuilder, RLDataset, StepResult
+from tinker_cookbook.renderers import get_text_content
+from tinker_cookbook.rl.types import ActionExtra, Env, EnvGroupBuilder, RLDataset, StepResult
 
 import gem
 
@@ -38,9 +40,9 @@ class GemTinkerEnv(Env):
         self.messages = [{"role": "user", "content": obs}]
         return self.renderer.build_generation_prompt(self.messages), self.stop_condition
 
-    async def step(self, action: list[int]) -> StepResult:
+    async def step(self, action: list[int], *, extra: ActionExtra | None = None) -> StepResult:
         message, _ = self.renderer.parse_response(action)
-        text = message["content"] if isinstance(message, dict) else str(message)
+        text = get_text_content(message)
         obs, reward, terminated, truncated, info = self.env.step(text)
         done = bool(terminated or truncated)
         self.messages += [{"role": "assistant", "content": text}, {"role": "user", "content": obs}]
@@ -60,6 +62,9 @@ class GemEnvGroupBuilder(EnvGroupBuilder):
 
     async def make_envs(self) -> Sequence[Env]:
         return [GemTinkerEnv(self.env_id, self.seed, self.renderer) for _ in range(self.group_size)]
+
+    def logging_tags(self) -> list[str]:
+        return ["gem", self.env_id.split(":")[0]]
 
 
 class GemRLDataset(RLDataset):
