@@ -722,6 +722,7 @@ def run(args: argparse.Namespace) -> int:
     """Entry for ``gem train`` / ``python -m gem.rl.train``: threads, logging, progress bar, errors."""
     from gem.errors import GemError
 
+    _validate(args)  # bad flags are named first, whether or not torch is installed
     try:
         torch = _import_torch()
     except GemError as exc:
