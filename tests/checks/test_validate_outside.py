@@ -21,6 +21,25 @@ ROOT = Path(__file__).resolve().parents[2]
 OUTSIDE = "tests.checks.outside_ids"
 
 
+@pytest.fixture(autouse=True)
+def _registries_as_they_were():
+    """Importing OUTSIDE here (for its classes) registers its ids in GEM's and Gymnasium's registries;
+    take them out again, so that later tests see only the bundled ids."""
+    from gem.envs.registration import registry
+
+    gem_before = set(dict.keys(registry))
+    gym = sys.modules.get("gymnasium")
+    gym_before = set(gym.registry) if gym is not None else None
+    yield
+    for env_id in set(dict.keys(registry)) - gem_before:
+        dict.pop(registry, env_id, None)
+    gym = sys.modules.get("gymnasium")
+    if gym is not None:
+        for env_id in set(gym.registry) - (gym_before if gym_before is not None else set()):
+            if env_id.startswith(("planted/", "gem/planted.")):
+                gym.registry.pop(env_id, None)
+
+
 def _gem(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "gem.cli", "validate", "--jobs", "1", *args],
                           capture_output=True, text=True, cwd=ROOT,
