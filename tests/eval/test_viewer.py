@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gem.errors import install_hint
 from gem.eval.runner import EvalConfig, EvalRunner
 from gem.eval.viewer import Viewer
 
@@ -139,7 +140,17 @@ def test_viewer_refuses_a_directory_without_episodes(tmp_path: Path) -> None:
         Viewer(tmp_path)
 
 
-NEEDS_CHROMIUM = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="needs chromium and chromedriver (apt)")
+def _selenium_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("selenium") is not None
+
+
+NEEDS_CHROMIUM = pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER and _selenium_installed()),
+    reason="needs chromium and chromedriver (apt)" if not (CHROMIUM and CHROMEDRIVER)
+    else f"needs selenium, from the eval extra ({install_hint('eval')})",
+)
 
 
 @contextlib.contextmanager

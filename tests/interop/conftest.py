@@ -10,6 +10,9 @@ import pytest
 @pytest.fixture
 def serve():
     """``serve(env_ids, **create_openenv_app_kwargs)`` starts ``gem serve --protocol openenv``'s app."""
+    from tests.conftest import needs_extra
+
+    needs_extra("server")  # fastapi, uvicorn, websockets
     from gem.interop.openenv.server import create_openenv_app
     from tests.server.conftest import ServerThread
 

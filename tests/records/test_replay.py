@@ -14,6 +14,7 @@ from gem.agents.registry import check_agent
 from gem.cli import main
 from gem.eval.records import episode_record
 from gem.records.replay import replay_report
+from tests.conftest import needs_env
 from gem.records.writer import RecordWriter
 
 MAX_TURNS = 40  # enough turns to go deep into every game; a cut episode is re-played as far as it went
@@ -97,6 +98,8 @@ def test_every_bundled_id_of_a_family_replays_identically(family, tmp_path, caps
     ],
 )
 def test_wrapped_ids_replay_identically(tmp_path, env_ids, agent, wrappers, capsys) -> None:
+    for env_id in env_ids:
+        needs_env(env_id)
     record_run(tmp_path, env_ids, agent=agent, seeds=(0, 1, 2), wrappers=wrappers)
     assert all(r["wrappers"] == wrappers for r in _records(tmp_path))
     assert main(["replay", str(tmp_path), "--json"]) == 0
@@ -152,6 +155,7 @@ def test_a_changed_first_observation_and_extra_turns_are_differences(tmp_path) -
 
 
 def test_version_warnings_skips_and_bad_lines(tmp_path, capsys) -> None:
+    needs_env("game:Hangman-v0-easy")
     record_run(tmp_path, ["game:Hangman-v0-easy"], seeds=(0, 1, 2))
     records = _records(tmp_path)
     records[0]["env_version"] = "0123456789ab"
