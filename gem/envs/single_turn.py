@@ -24,6 +24,8 @@ get their rows from :func:`gem.data.load`, generated ones override ``_num_items`
 from __future__ import annotations
 
 import copy
+import logging
+import math
 from typing import Any, Optional, Sequence
 
 from gem.core import Env, StepResult
@@ -31,6 +33,8 @@ from gem.errors import DependencyNotInstalled, InfrastructureError, report_infra
 from gem.params import Param
 from gem.utils import constants
 from gem.utils.text import preview
+
+logger = logging.getLogger(__name__)
 
 NO_ANSWER_FORMAT = "No answer found in your reply. {how} Your reply began: {reply!r}"
 UNGRADED_FORMAT = "Your answer could not be graded ({component}: {reason}); it earns {reward:g}."
@@ -224,4 +228,39 @@ def rows_from(
         rows = data.loading._rename(list(raw), renames, "dataset")
     if not rows:
         raise ValueError(f"The dataset {dataset_name or ''} is empty.")
+    if family in ("math", "qa"):
+        rows = _drop_missing_gold(rows, data.FAMILY_FIELDS[family][1], dataset_name or "the given rows")
     return rows
+
+
+def _missing_gold(value: Any) -> bool:
+    """A gold answer that is not there: ``None``, a float NaN (a blank cell read by pandas or
+    ``datasets``), an empty string or the text ``nan`` (such a cell written out as text), or a list of
+    only those. Such a gold would pay a fixed reply (``\\boxed{nan}``) on every row it stands in."""
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    if isinstance(value, str):
+        return value.strip().lower() in ("", "nan")
+    if isinstance(value, (list, tuple)):
+        return all(_missing_gold(v) for v in value)
+    return False
+
+
+def _drop_missing_gold(rows: list[dict[str, Any]], field: str, source: str) -> list[dict[str, Any]]:
+    """The rows whose gold answer is present; a warning names how many were dropped, and a dataset
+    with no gold at all is an error."""
+    kept = [row for row in rows if not _missing_gold(row.get(field))]
+    dropped = len(rows) - len(kept)
+    if not kept:
+        raise ValueError(
+            f"No row of {source} has a gold {field!r} (each is empty, None or NaN); check answer_key=."
+        )
+    if dropped:
+        first = [i for i, row in enumerate(rows) if _missing_gold(row.get(field))][:5]
+        logger.warning(
+            "%d of %d rows of %s have no gold %r (empty, None or NaN) and are left out (first: rows %s).",
+            dropped, len(rows), source, field, ", ".join(map(str, first)),
+        )
+    return kept
