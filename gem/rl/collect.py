@@ -25,13 +25,16 @@ import logging
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Optional, Protocol
 
 import numpy as np
 
 from gem.rl.estimators import compute_advantages
-from gem.rollout import Episode, EpisodeRecorder
+from gem.rollout import EpisodeRecorder
 from gem.utils.prompting import user_content
+
+if TYPE_CHECKING:  # not a name of this module: the one Episode class is the episode loop's
+    from gem.rollout import Episode
 
 logger = logging.getLogger(__name__)
 
