@@ -120,6 +120,27 @@ def test_async_collection_records_pool_kwargs_and_turn_seeds(tmp_path, capsys):
     _check_replay_and_regrade(tmp_path, capsys)
 
 
+def test_async_carry_over_records_the_policy_version_of_each_turn(tmp_path, capsys):
+    pool = EnvPool()
+    groups = requests_for([ENV_ID] * 8, [2, 1, 0, 5, 6, 7, 9, 10], run_seed=2, group_size=1)
+    # counting up from 1, an episode lasts until its target (or its four turns): 1, 3, 4, 4, ... turns
+    collector = AsyncCollector(pool, Counting(), groups, batch_size=2, slots=4, staleness=1, max_turns=10)
+    try:
+        with TrajectoryRecorder(tmp_path) as rec:
+            for step in (1, 2, 3):
+                rec.write(step, collector.collect())
+                collector.policy_updated()
+    finally:
+        collector.close()
+        pool.close()
+    records = _records(tmp_path)
+    assert len(records) == 6
+    versions = [[t["policy_version"] for t in r["turns"]] for r in records]
+    assert all(v == sorted(v) and v[-1] <= r["step"] - 1 for v, r in zip(versions, records))
+    assert any(len(set(v)) > 1 for v in versions)  # an episode carried over an update: two versions in it
+    _check_replay_and_regrade(tmp_path, capsys)
+
+
 def test_a_record_refuses_logprobs_that_do_not_match_the_ids_and_unfinished_trajectories(tmp_path):
     vec = gem.make_vec(ENV_ID, num_envs=1)
     try:
