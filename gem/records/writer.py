@@ -3,8 +3,8 @@
 :class:`RecordWriter` appends records to a JSONL file.
 
 Every writer of episodes uses these: ``gem eval`` and ``gem run --out`` (through
-:func:`gem.eval.records.episode_record`), and they are meant for ``gem.rl``'s collection and
-``gem serve``'s session logs too. A policy that knows the exact token ids of a turn passes them
+:func:`gem.eval.records.episode_record`), ``gem train --trajectory-dir`` (:mod:`gem.rl.records`,
+with ``token_source: "sampler"``), and they are meant for ``gem serve``'s session logs too. A policy that knows the exact token ids of a turn passes them
 in its call record (``calls[k]`` for turn ``k + 1``) with ``token_source`` saying where they came
 from (``server``: the inference server returned them for this request; ``server_logprob_tokens``:
 the server returned each token's text, mapped one to one to ids through its vocabulary;

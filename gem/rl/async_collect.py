@@ -261,9 +261,12 @@ class AsyncCollector:
                 continue
             if slot.episode is None:  # a reset
                 obs, info = result
-                traj = Trajectory(slot.index, slot.request.env_id, slot.request.group)
+                kwargs_of = getattr(self.pool, "kwargs_of", None)
+                traj = Trajectory(slot.index, slot.request.env_id, slot.request.group,
+                                  kwargs=kwargs_of(slot.env) if kwargs_of is not None else None)
                 slot.episode = RunningEpisode(traj, obs, info, self.max_turns, seed=slot.request.seed,
-                                              success_reward=_success_reward(slot.env))
+                                              success_reward=_success_reward(slot.env),
+                                              sample_seed=slot.request.sample_seed)
             else:
                 obs, reward, terminated, truncated, info = result
                 slot.episode.record(future.gen, obs, reward, terminated, truncated, info,  # type: ignore[attr-defined]

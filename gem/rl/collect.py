@@ -25,13 +25,16 @@ import logging
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Optional, Protocol
 
 import numpy as np
 
 from gem.rl.estimators import compute_advantages
 from gem.rollout import EpisodeRecorder
 from gem.utils.prompting import user_content
+
+if TYPE_CHECKING:  # not a name of this module: the one Episode class is the episode loop's
+    from gem.rollout import Episode
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +113,14 @@ class Trajectory:
     truncated: bool = False
     success: bool | None = None
     infra_error: dict[str, Any] | None = None  # a failure of GEM's machinery, not the policy's
+    kwargs: dict[str, Any] | None = None  # what the env was made with (gem.make's kwargs), when known
+    sample_seed: int | None = None  # the episode's sampling key (turn t: sampling_seed(key, t)), if any
+    episode: Episode | None = None  # the episode loop's record (turns, observations, costs), after finish
+
+    @property
+    def seed(self) -> int | None:
+        """The reset seed (``None``: the env's own stream, or not finished yet)."""
+        return None if self.episode is None else self.episode.seed
 
     @property
     def rewards(self) -> list[float]:
@@ -159,7 +170,7 @@ def collect_episodes(
     levels = _success_rewards(vec_env)
     live = [
         RunningEpisode(
-            Trajectory(i, vec_env.env_ids[i], groups[i]), obs[i], infos[i], max_turns,
+            Trajectory(i, vec_env.env_ids[i], groups[i], kwargs=_env_kwargs(vec_env, i)), obs[i], infos[i], max_turns,
             seed=None if seeds is None else seeds[i], success_reward=levels[i],
             sample_seed=None if sample_seeds is None else sample_seeds[i],
         )
@@ -176,6 +187,14 @@ def collect_episodes(
             live[i].record(gens[k], next_obs[k], rewards[k], terminated[k], truncated[k], infos[k], share)
         active = [i for i in active if live[i].running]
     return [ep.finish() for ep in live]
+
+
+def _env_kwargs(vec_env: Any, i: int) -> dict[str, Any] | None:
+    """The kwargs env ``i`` of ``vec_env`` was made with (its :class:`gem.vector.EnvFactory`'s, or a
+    pooled env's); ``None`` when the vector env does not say."""
+    fns = getattr(vec_env, "env_fns", None)
+    kwargs = getattr(fns[i], "kwargs", None) if fns is not None and i < len(fns) else None
+    return dict(kwargs) if isinstance(kwargs, dict) else None
 
 
 def _check_sample_seeds(policy: Any, sample_seeds: Sequence[int] | None, n: int) -> None:
@@ -203,8 +222,9 @@ class RunningEpisode:
                  seed: int | None = None, success_reward: float | None = None,
                  sample_seed: int | None = None) -> None:
         self.trajectory = trajectory
-        self.sample_seed = sample_seed
-        self.book = EpisodeRecorder(env_id=trajectory.env_id, seed=seed, max_steps=max_turns, record=False,
+        self.sample_seed = trajectory.sample_seed = sample_seed
+        # record=True keeps the texts for the trajectory record; they are the transitions' own strings
+        self.book = EpisodeRecorder(env_id=trajectory.env_id, seed=seed, max_steps=max_turns, record=True,
                                     success_reward=success_reward)
         self.book.start(observation, info)
         self.observation = observation
@@ -225,8 +245,12 @@ class RunningEpisode:
         ))
         ended = bool(terminated or truncated)
         final = info.get("final_info", info) if ended else info
+        # a vector env that reset the finished env at once returns the next episode's first
+        # observation; the episode's own last one is under final_obs
+        last_obs = info.get("final_obs", next_obs) if ended else next_obs
+        usage = {"prompt_tokens": len(gen.prompt_ids), "completion_tokens": len(gen.response_ids)}
         self.book.begin_turn()
-        self.book.add_turn(gen.text, next_obs, reward, terminated, truncated, final)
+        self.book.add_turn(gen.text, last_obs, reward, terminated, truncated, final, call={"usage": usage})
         if not ended:
             self.observation = next_obs
             self.prompt = user_content(next_obs, info)
@@ -238,6 +262,7 @@ class RunningEpisode:
         ep.terminated, ep.truncated = book.terminated, book.truncated
         ep.success = book.success
         ep.infra_error = book.infra_error
+        ep.episode = book
         return ep
 
 
@@ -256,15 +281,23 @@ class EnvPool:
         self.seed = seed
         self._envs: dict[str, list[Any]] = {}
         self._idle: dict[str, list[Any]] = {}
+        self._kwargs: dict[int, dict[str, Any]] = {}  # by id(env): the pool holds its envs until close
         self._built = 0
 
     def _build(self, env_id: str) -> Any:
         from gem.vector.env_factory import EnvFactory
 
-        env = EnvFactory(env_id, {"seed": self.seed + self._built}, self.wrappers)()
+        kwargs = {"seed": self.seed + self._built}
+        env = EnvFactory(env_id, kwargs, self.wrappers)()
         self._built += 1
         self._envs.setdefault(env_id, []).append(env)
+        self._kwargs[id(env)] = kwargs
         return env
+
+    def kwargs_of(self, env: Any) -> dict[str, Any] | None:
+        """The kwargs the pool made ``env`` with (``gem.make(env_id, **kwargs)``)."""
+        kwargs = self._kwargs.get(id(env))
+        return None if kwargs is None else dict(kwargs)
 
     def acquire(self, env_id: str) -> Any:
         """An env of ``env_id`` no one else holds (an idle one, else a new one)."""
@@ -295,7 +328,7 @@ class EnvPool:
             envs = self._envs.setdefault(env_id, [])
             if k == len(envs):
                 self._build(env_id)
-            fns.append(_Lent(envs[k]))
+            fns.append(_Lent(envs[k], self._kwargs.get(id(envs[k]))))
         return SyncVectorEnv(list(env_ids), fns)
 
     def close(self) -> None:
@@ -304,13 +337,15 @@ class EnvPool:
                 env.close()
         self._envs.clear()
         self._idle.clear()
+        self._kwargs.clear()
 
 
 class _Lent:
-    """An env factory that hands out one existing env (the pool's)."""
+    """An env factory that hands out one existing env (the pool's); ``kwargs``: what it was made with."""
 
-    def __init__(self, env: Any) -> None:
+    def __init__(self, env: Any, kwargs: dict[str, Any] | None = None) -> None:
         self.env = env
+        self.kwargs = kwargs
 
     def __call__(self) -> Any:
         return self.env

@@ -14,6 +14,9 @@ the optimizer step and says so. One line per step goes to the ``gem.rl`` logger 
 ``<output-dir>/train.log``), with what the model wrote every ``--sample-every`` steps; rewards go to
 ``<output-dir>/metrics.csv`` (and to wandb with ``--wandb PROJECT`` when wandb is installed); a
 checkpoint (model, tokenizer, value head) is saved every ``--save-every`` steps and at the end.
+``--trajectory-dir DIR`` writes every collected episode as a trajectory record (:mod:`gem.rl.records`:
+the sampled token ids and log-probs of each turn, the ones the update trains on) to
+``DIR/episodes.jsonl`` and the run's summary, with its ``token_drift``, to ``DIR/summary.json``.
 
 With several ids in ``--env``, ``--task-sampler`` (:mod:`gem.rl.task_sampler`: ``uniform``,
 ``sequential``, ``learnability``) picks each group's id; each step's per-task counts and success go
@@ -139,6 +142,10 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--output-dir", default="runs/gem-rl")
     p.add_argument("--save-every", type=int, default=50, help="checkpoint every N steps (0: only at the end)")
     p.add_argument("--wandb", default=None, metavar="PROJECT", help="also log to this wandb project")
+    p.add_argument("--trajectory-dir", default=None, metavar="DIR",
+                   help="write every collected episode as a trajectory record (the sampled token ids and "
+                        "log-probs of each turn, sampling settings, outcome, costs) to DIR/episodes.jsonl, and "
+                        "DIR/summary.json at the end (with token_drift); gem replay and gem regrade read DIR")
     return p
 
 
@@ -150,6 +157,9 @@ def _validate(args: argparse.Namespace) -> None:
         raise SystemExit(f"gem train: --threads must be at least 1, got {args.threads}.")
     if getattr(args, "train_layers", 0) < 0:
         raise SystemExit(f"gem train: --train-layers must be 0 or more, got {args.train_layers}.")
+    directory = getattr(args, "trajectory_dir", None)
+    if directory and Path(directory).exists() and not Path(directory).is_dir():
+        raise SystemExit(f"gem train: --trajectory-dir {directory} is a file; give a directory.")
     if getattr(args, "sample_every", 0) < 0:
         raise SystemExit(f"gem train: --sample-every must be 0 or more, got {args.sample_every}.")
     if args.num_envs % args.group_size:
@@ -548,7 +558,9 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
                 args.env, args.steps, args.num_envs, kind, ", compiled" if compile_ else "")
     started = time.perf_counter()
     max_seconds = 60.0 * (getattr(args, "max_minutes", 0.0) or 0.0)
+    recorder = None
     try:
+        recorder = _make_recorder(args, tokenizer, "vllm" if args.rollout == "vllm" else kind)
         for step in range(1, args.steps + 1):
             t0 = time.perf_counter()
             groups = args.num_envs // args.group_size
@@ -573,6 +585,8 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
             transitions = [t for ep in episodes for t in ep.transitions if t.response_ids]
             stats = episode_stats(episodes)
             skipped = not transitions or not has_signal(transitions, args.algo)
+            if recorder is not None:  # before the update: the records are what it trains on
+                recorder.write(step, episodes, update_skipped=skipped)
             t_update = time.perf_counter()
             version = collector.version if collector is not None else 0
             losses = {} if skipped else update(model, value_head, optimizer, transitions, args, hf_policy.pad_id,
@@ -604,6 +618,8 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
         _save(model, tokenizer, value_head, out / "final", task_sampler, step)
     finally:
         log.close()
+        if recorder is not None:
+            recorder.close()
         if collector is not None:
             collector.close()
         if pool is not None:
@@ -611,6 +627,28 @@ def train(args: argparse.Namespace, progress: Any = None) -> Path:
         else:
             vec.close()
     return out
+
+
+def _make_recorder(args: argparse.Namespace, tokenizer: Any, sampler: str) -> Any:
+    """The ``--trajectory-dir`` recorder (:class:`gem.rl.records.TrajectoryRecorder`), or ``None``."""
+    directory = getattr(args, "trajectory_dir", None)
+    if not directory:
+        return None
+    from gem.rl.records import TrajectoryRecorder
+
+    model = str(args.model)
+    sampling = {"temperature": args.temperature, "top_p": 1.0, "top_k": 0, "max_tokens": args.max_new_tokens,
+                "max_prompt_tokens": args.max_prompt_tokens, "sampler": sampler,
+                "chat_template": not args.no_chat_template and "concat_chat" not in args.wrappers}
+    trainer = {"model": model, "env": args.env, "algo": args.algo, "steps": args.steps, "num_envs": args.num_envs,
+               "group_size": args.group_size, "collect": getattr(args, "collect", "sync"),
+               "staleness": getattr(args, "staleness", 0), "seed": args.seed, "output_dir": str(args.output_dir)}
+    try:
+        return TrajectoryRecorder(directory, model=Path(model).name if Path(model).exists() else model,
+                                  wrappers=args.wrappers, sampling=sampling, tokenizer=tokenizer, sampler=sampler,
+                                  trainer=trainer)
+    except (ValueError, OSError) as exc:
+        raise SystemExit(f"gem train: --trajectory-dir: {exc}") from None
 
 
 def _make_collector(args: argparse.Namespace, tokenizer: Any, policy: Any, task_sampler: Any) -> tuple[Any, Any]:
@@ -755,7 +793,9 @@ def run(args: argparse.Namespace) -> int:
             h.close()
         rl_logger.propagate = True
         rl_logger.setLevel(old_level)
-    print(f"gem train: metrics in {out / 'metrics.csv'}, final checkpoint in {out / 'final'}")
+    directory = getattr(args, "trajectory_dir", None)
+    records = f"; trajectories in {Path(directory) / 'episodes.jsonl'}" if directory else ""
+    print(f"gem train: metrics in {out / 'metrics.csv'}, final checkpoint in {out / 'final'}{records}")
     return 0
 
 
