@@ -17,7 +17,7 @@ def add_replay_parser(sub: argparse._SubParsersAction) -> None:
         "comparing observations, rewards and end flags turn by turn. Exit 0 when every episode re-plays "
         "identically, 1 when any differs, 2 when nothing could be re-played.",
     )
-    p.add_argument("run", metavar="RUN_DIR", help="a gem eval --out directory (or its episodes.jsonl)")
+    p.add_argument("run", metavar="RUN_DIR", help="a directory of records (gem eval --out, gem run --out, gem train --trajectory-dir) or its episodes.jsonl")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_replay)
 
@@ -59,7 +59,7 @@ def add_regrade_parser(sub: argparse._SubParsersAction) -> None:
         "and report each verdict that changed (reward, success, grading status), with totals by env. "
         "Exit 0 when no verdict changed, 1 when any did, 2 when nothing could be regraded.",
     )
-    p.add_argument("run", metavar="RUN_DIR", help="a gem eval --out directory (or its episodes.jsonl)")
+    p.add_argument("run", metavar="RUN_DIR", help="a directory of records (gem eval --out, gem run --out, gem train --trajectory-dir) or its episodes.jsonl")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--show", type=int, default=50, help="changed verdicts to print (default 50; --json lists all)")
     p.set_defaults(func=cmd_regrade)

@@ -35,7 +35,7 @@ def records_path(run: str | Path) -> Path:
     if path.is_dir():
         path = path / EPISODES_FILE
     if not path.is_file():
-        raise FileNotFoundError(f"no records at {path} (give a gem eval --out directory or a .jsonl file).")
+        raise FileNotFoundError(f"no records at {path} (give a directory of records, such as gem eval --out or gem train --trajectory-dir, or a .jsonl file).")
     return path
 
 
