@@ -162,8 +162,8 @@ class Env(abc.ABC):
         """
         if self._needs_reset and (ended := self._no_episode_step()) is not None:
             return ended
-        result = self._step(action, **kwargs)
-        if not self._needs_reset and type(result) is tuple and len(result) == 5 and (result[2] or result[3]):
+        result = self._step(action, **kwargs) if kwargs else self._step(action)
+        if type(result) is tuple and len(result) == 5 and (result[2] or result[3]) and not self._needs_reset:
             self._note_end(result[2], result[3])  # an end returned without self._result
         return result
 

@@ -150,9 +150,8 @@ def test_every_kind_steps_after_the_end_alike(cls):
         assert [w.category for w in caught] == [StepAfterEndWarning]  # warned once
         assert caught[0].filename == __file__  # it points at the caller's line
         assert env.turn == 2  # nothing changed
-        with strict_step():
-            with pytest.raises(ResetNeeded, match="reset"):
-                env.step("x")
+        with strict_step(), pytest.raises(ResetNeeded, match="reset"):
+            env.step("x")
         env.reset()
         assert env.step("x")[0] == "more"
 
@@ -188,22 +187,22 @@ def test_a_step_before_reset_raises(cls):
 @pytest.mark.parametrize("cls, name", [(OldIdiomEnv, "_step_without_episode"), (StatementEnv, "_check_step")])
 def test_the_old_checks_still_work_and_say_they_are_deprecated(cls, name):
     env = cls()
-    with pytest.warns(DeprecationWarning, match=rf"Env\.{name}\(\) is deprecated.*implement _step"):
-        with pytest.raises(ResetNeeded, match="before reset"):
-            env.step("x")
+    deprecated = pytest.warns(DeprecationWarning, match=rf"Env\.{name}\(\) is deprecated.*implement _step")
+    with deprecated, pytest.raises(ResetNeeded, match="before reset"):
+        env.step("x")
     env.reset(seed=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         assert [env.step("x")[0] for _ in range(2)] == ["more", "done"]
     # called directly after the end, each answers as it did
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", StepAfterEndWarning)
-        with pytest.warns(DeprecationWarning):
-            if name == "_step_without_episode":
-                assert env._step_without_episode()[0] == EPISODE_OVER_OBSERVATION
-            else:
-                with pytest.raises(ResetNeeded):
-                    env._check_step()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if name == "_step_without_episode":
+            assert env._step_without_episode()[0] == EPISODE_OVER_OBSERVATION
+        else:
+            with pytest.raises(ResetNeeded):
+                env._check_step()
+    assert DeprecationWarning in [w.category for w in caught]
 
 
 def test_step_passes_keyword_options_to__step():
