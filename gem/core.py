@@ -27,6 +27,11 @@ StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 
 STRICT_STEP_ENV_VAR = "GEM_STRICT_STEP"
 EPISODE_OVER_OBSERVATION = "The episode has already ended; call reset() to start a new one."
+_FLAG_TYPES = frozenset(("bool", "bool_"))  # Python's and NumPy's booleans
+_DEPRECATED_CHECK = (
+    "Env.{}() is deprecated: Env.step checks the episode and calls _step; implement _step(action) "
+    "instead of step and leave the check to the base class."
+)
 _strict_step = os.environ.get(STRICT_STEP_ENV_VAR, "").strip().lower() in ("1", "true", "yes", "on")
 
 
@@ -78,11 +83,10 @@ class Env(abc.ABC):
     returns a terminal result (the end's ``terminated``/``truncated`` flags, reward 0, an
     observation saying to call ``reset()``); in strict mode
     (:func:`set_strict_step`, ``GEM_STRICT_STEP=1`` or ``strict_step = True`` on the env) it raises
-    ``ResetNeeded`` instead. A subclass keeps this contract by starting ``step`` with
-    ``if self._needs_reset and (ended := self._step_without_episode()) is not None: return ended``
-    and ending episodes through ``self._result(...)``; its ``step`` then runs as written. The base
-    class wraps any other ``step`` once, when the class is created, to give it the same contract
-    (:mod:`gem.compat.step_guard`).
+    ``ResetNeeded`` instead. ``step`` keeps this contract in one place and calls ``_step`` for the
+    step itself, so a subclass implements ``_step`` and never checks the episode. A subclass
+    written the original GEM's way (it overrides ``step`` itself) gets the same contract from a
+    wrapper put on its ``step`` once, when the class is created (:mod:`gem.compat.step_guard`).
 
     Attributes:
         spec: the :class:`~gem.envs.registration.EnvSpec` it was made from (``None`` if built
@@ -126,7 +130,7 @@ class Env(abc.ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        _guard_subclass(cls)  # a step that does not keep the step contract itself gets a wrapper
+        _guard_subclass(cls)  # a class that overrides step itself gets the step contract from a wrapper
 
     # ----------------------------------------------------------------- the API
     @abc.abstractmethod
@@ -147,12 +151,28 @@ class Env(abc.ABC):
         self._needs_reset = False
         self._episode_started = True
 
-    @abc.abstractmethod
-    def step(self, action: str) -> StepResult:
+    def step(self, action: str, **kwargs: Any) -> StepResult:
         """Apply ``action`` and return ``(observation, reward, terminated, truncated, info)``.
 
         ``terminated``: the task ended (solved, failed, answered). ``truncated``: a limit outside
         the task (turn limit, tool-use limit) cut the episode. ``info`` is a fresh dict.
+
+        Keeps the step contract (see the class docstring) and calls ``_step(action, **kwargs)``
+        while an episode runs; an end that ``_step`` returns is remembered.
+        """
+        if self._needs_reset and (ended := self._no_episode_step()) is not None:
+            return ended
+        result = self._step(action, **kwargs) if kwargs else self._step(action)
+        if type(result) is tuple and len(result) == 5 and (result[2] or result[3]) and not self._needs_reset:
+            self._note_end(result[2], result[3])  # an end returned without self._result
+        return result
+
+    @abc.abstractmethod
+    def _step(self, action: str) -> StepResult:
+        """Play ``action`` in the running episode; what :meth:`step` returns (subclasses implement it).
+
+        ``step`` calls it only while an episode runs, so it never checks the episode itself. An end
+        is returned as ``terminated``/``truncated`` (``self._result(...)`` builds the tuple).
         """
 
     def sample_random_action(self) -> str:
@@ -230,38 +250,20 @@ class Env(abc.ABC):
         self._seed_generators(seed)
 
     # ----------------------------------------------------------- episode state
-    def _step_without_episode(self) -> Optional[Any]:
-        """What ``step`` does when no episode runs; ``step`` starts with
-
-            if self._needs_reset and (ended := self._step_without_episode()) is not None:
-                return ended
+    def _no_episode_step(self) -> Optional[Any]:
+        """What ``step`` does when no episode runs (``self._needs_reset``).
 
         Before the first ``reset`` it raises :class:`ResetNeeded` (an env with
         ``reset_before_first_step`` resets instead and returns ``None``: the step goes on). After
         the episode ended it warns once and returns :meth:`_episode_over_result` (strict mode:
-        raises ``ResetNeeded``). A ``step`` that starts this way and ends episodes through
-        :meth:`_result` keeps the contract itself, so the class runs it as written: the contract
-        costs it one attribute test per step.
+        raises ``ResetNeeded``).
         """
-        try:
-            self._check_step()
-        except _EpisodeOver:
-            return self._episode_over_result()
-        return None
-
-    def _check_step(self) -> None:
-        """The statement form of :meth:`_step_without_episode` (``self._check_step()`` at the start
-        of ``step``): after the end it warns once and raises an exception that the base class's
-        step wrapper turns into the terminal result. Such a ``step`` is wrapped; one that starts
-        with :meth:`_step_without_episode` is not."""
-        if not self._needs_reset:
-            return
         name = type(self).__name__
         strict = _strict_step if self.strict_step is None else self.strict_step
         if not self._episode_started:
             if self.reset_before_first_step and not strict:
                 self.reset()  # reset_before_first_step: play the step in a fresh episode
-                return
+                return None
             raise ResetNeeded(f"{name}.step() was called before reset(); call env.reset() first.")
         message = f"{name}.step() was called after the episode ended; call env.reset() to start a new episode."
         if strict:
@@ -273,7 +275,32 @@ class Env(abc.ABC):
                 StepAfterEndWarning,
                 stacklevel=3,
             )
-        raise _EpisodeOver(message)
+        return self._episode_over_result()
+
+    def _step_without_episode(self) -> Optional[Any]:
+        """Deprecated: ``step`` checks the episode itself; implement ``_step`` instead.
+
+        Does what ``step`` does when no episode runs: ``None`` while one runs, else raises
+        :class:`ResetNeeded` or returns the terminal result (see :meth:`_no_episode_step`).
+        """
+        warnings.warn(_DEPRECATED_CHECK.format("_step_without_episode"), DeprecationWarning, stacklevel=2)
+        return self._no_episode_step() if self._needs_reset else None
+
+    def _check_step(self) -> None:
+        """Deprecated: ``step`` checks the episode itself; implement ``_step`` instead.
+
+        The statement form of the check: after the end it raises an exception that the wrapper of
+        a ``step`` written the original GEM's way turns into the terminal result.
+        """
+        warnings.warn(_DEPRECATED_CHECK.format("_check_step"), DeprecationWarning, stacklevel=2)
+        if self._needs_reset and self._no_episode_step() is not None:
+            raise _EpisodeOver(f"{type(self).__name__}.step() was called after the episode ended.")
+
+    def _note_end(self, terminated: Any, truncated: Any) -> None:
+        """Close the episode on an end ``step`` returned (flags that are bools, Python's or NumPy's)."""
+        if type(terminated).__name__ in _FLAG_TYPES and type(truncated).__name__ in _FLAG_TYPES:
+            self._needs_reset = True
+            self._end_flags = (bool(terminated), bool(truncated))
 
     def _episode_over_result(self) -> Any:
         """What ``step`` returns after the end: reward 0 and the end's flags, nothing changes."""
@@ -369,7 +396,7 @@ class EnvWrapper(Env):
     forwarded. ``unwrapped`` is the innermost env.
     """
 
-    _delegates_step = True  # the wrapped env keeps the step contract (gem.compat.step_guard)
+    _delegates_step = True  # the wrapped env keeps the step contract: no wrapper (gem.compat.step_guard)
 
     def __init__(self, env: Env) -> None:
         if not isinstance(env, Env):
@@ -385,7 +412,9 @@ class EnvWrapper(Env):
         return self.env.reset(seed=seed, **kwargs)
 
     def step(self, action: str) -> StepResult:
-        return self.env.step(action)
+        return self.env.step(action)  # the wrapped env keeps the step contract
+
+    _step = step
 
     def sample_random_action(self) -> str:
         return self.env.sample_random_action()

@@ -35,8 +35,7 @@ class CountEnv(Env):
         self.start = self.rng.randint(0, 1000)
         return f"start {self.start}", {}
 
-    def step(self, action: str) -> StepResult:
-        self._check_step()
+    def _step(self, action: str) -> StepResult:
         if self.sleep:
             time.sleep(self.sleep)
         if self.fail_on is not None and self.count == self.fail_on:

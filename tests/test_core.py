@@ -90,8 +90,7 @@ def test_step_before_reset_raises_and_after_end_warns_once_with_a_terminal_resul
 
 def test_step_after_end_keeps_the_truncated_flag():
     class Truncating(CountEnv):
-        def step(self, action):
-            self._check_step()
+        def _step(self, action):
             return self._result("cut", 0.0, truncated=True)
 
     env = Truncating()

@@ -299,8 +299,8 @@ def check_step_after_end(env: Env, seed: int = 0) -> None:
     play_to_end(env, seed)
     expect_reset_needed(
         lambda: env.step(env.sample_random_action()),
-        "step() after the episode ended was not handled; call super().reset(seed) in reset() (the base "
-        "class then handles it), or start step() with self._check_step().",
+        "step() after the episode ended was not handled; call super().reset(seed) in reset() and implement "
+        "_step() rather than step() (Env.step then handles it).",
         env,
     )
 
@@ -356,7 +356,7 @@ def expect_reset_needed(step: Callable[[], Any], if_not_handled: str, env: Any =
                 raise _fail(
                     "check_step_after_end",
                     "step() after the end raised ResetNeeded outside strict mode; it must warn and return a "
-                    "terminal result (self._check_step() at the start of step() does both).",
+                    "terminal result (Env.step does both for an env that implements _step()).",
                 ) from exc
             if "reset" not in str(exc):
                 raise _fail("check_step_after_end", "the ResetNeeded message must tell the user to call reset().")

@@ -182,8 +182,9 @@ def check_step_after_end(env: MultiAgentEnv, seed: int = 0, max_steps: int = 500
         return  # random play did not finish the game; nothing to check here
     expect_reset_needed(
         lambda: env.step({a: "\\boxed{1}" for a in env.possible_agents}),
-        "step() after every agent finished was not handled; start step() with self._check_step() and "
-        "set self._needs_reset when agents is empty (the base class does both).",
+        "step() after every agent finished was not handled; implement _step() rather than step() "
+        "(MultiAgentEnv.step checks the episode) and set self._needs_reset when agents is empty "
+        "(the base class does both).",
         env,
     )
 

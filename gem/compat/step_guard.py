@@ -1,12 +1,15 @@
 """The step contract for envs written the original GEM's way.
 
-The original GEM's envs end an episode by returning ``terminated``/``truncated`` and never check
-whether one is running. :class:`gem.Env` promises more: ``step`` before ``reset`` raises, ``step``
-after the end warns once and returns a terminal result. An env written for this API keeps that
-promise itself (its ``step`` starts with ``self._step_without_episode()`` and ends episodes through
-``self._result``), so it runs exactly as written. Every other ``step`` is wrapped here, once, when
-its class is created (:func:`guard_subclass`, called by ``Env.__init_subclass__``): the wrapper
-answers a step after the end and remembers the end the env returned.
+The original GEM's envs implement ``step`` themselves: they end an episode by returning
+``terminated``/``truncated`` and never check whether one is running. :class:`gem.Env` promises
+more: ``step`` after the end warns once and returns a terminal result (strict mode: raises
+:class:`~gem.errors.ResetNeeded`). ``Env.step`` keeps that promise and calls ``_step``, so an env
+written for this API implements ``_step`` and runs as written. A class that overrides ``step``
+itself (``"step"`` in its own ``__dict__``) is wrapped here, once, when the class is created
+(:func:`guard_subclass`, called by ``Env.__init_subclass__``): the wrapper answers a step after the
+end and remembers the end the env returned. Not wrapped: a wrapper's ``step`` (``EnvWrapper``:
+the wrapped env keeps the contract) and a ``step`` marked ``_gem_step_guard = True`` (it handles
+the end its own way).
 """
 
 from __future__ import annotations
@@ -17,59 +20,46 @@ from typing import Any, Callable
 from gem.errors import ResetNeeded
 
 
-# The idiom by which a step keeps the contract itself (see gem.core.Env._step_without_episode).
-NATIVE_STEP_CALL = "_step_without_episode"
-# The older, statement form of the same check: it raises EpisodeOver, which the wrapper answers.
-STATEMENT_STEP_CALL = "_check_step"
-
-_FLAG_TYPES = frozenset(("bool", "bool_"))  # Python's and NumPy's booleans
-
-
 class EpisodeOver(ResetNeeded):
-    """Raised by ``Env._check_step`` after the end (lenient mode); the step wrapper turns it into
-    the terminal result."""
+    """Raised by the deprecated ``Env._check_step`` after the end (lenient mode); the step wrapper
+    turns it into the terminal result."""
 
 
-def keeps_step_contract(cls: type, step: Callable[..., Any]) -> bool:
-    """Whether ``cls.step`` keeps the step contract itself, so it needs no wrapper.
+def needs_step_guard(cls: type) -> bool:
+    """Whether ``cls`` overrides ``step`` itself the original GEM's way, so its ``step`` is wrapped.
 
-    True for a step that calls ``self._step_without_episode()``, for one marked
-    ``_gem_step_guard = True`` (it handles the end its own way), and for a wrapper's step
-    (``EnvWrapper``: the wrapped env keeps the contract) that does not use ``_check_step``.
+    Decided by class attributes: ``step`` defined in the class's own body, not marked
+    ``_gem_step_guard`` (already guarded, or it handles the end its own way), in a class that is
+    not a wrapper (``_delegates_step``: ``EnvWrapper`` and its subclasses step the wrapped env,
+    which keeps the contract).
     """
-    if getattr(step, "_gem_step_guard", False):
-        return True
-    names = getattr(getattr(step, "__code__", None), "co_names", None)
-    if names is None:
-        return False
-    if NATIVE_STEP_CALL in names:
-        return True
-    return bool(getattr(cls, "_delegates_step", False)) and STATEMENT_STEP_CALL not in names
+    step = cls.__dict__.get("step")
+    return (
+        callable(step)
+        and not getattr(step, "_gem_step_guard", False)
+        and not getattr(cls, "_delegates_step", False)
+    )
 
 
 def guard_step(step: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a ``step`` written the original GEM's way (or with the statement form ``_check_step``):
-    a step after the end returns the terminal result (or raises in strict mode), and a step that
-    ends the episode is remembered, so the env keeps the same contract as one written for this API.
+    """Wrap a ``step`` written the original GEM's way: a step after the end returns the terminal
+    result (or raises in strict mode), and a step that ends the episode is remembered, so the env
+    keeps the same contract as one written for this API.
     """
 
     @functools.wraps(step)
     def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # After the end only: the original's envs may step before a reset of the base class.
         if self._needs_reset and self._episode_started:
-            try:
-                self._check_step()
-            except EpisodeOver:
-                return self._episode_over_result()
+            ended = self._no_episode_step()
+            if ended is not None:
+                return ended
         try:
             result = step(self, *args, **kwargs)
-        except EpisodeOver:
+        except EpisodeOver:  # the deprecated statement form, self._check_step(), in the step
             return self._episode_over_result()
         if type(result) is tuple and len(result) == 5 and (result[2] or result[3]) and not self._needs_reset:
-            # An end the env did not record itself.
-            terminated, truncated = result[2], result[3]
-            if type(terminated).__name__ in _FLAG_TYPES and type(truncated).__name__ in _FLAG_TYPES:
-                self._needs_reset = True
-                self._end_flags = (bool(terminated), bool(truncated))
+            self._note_end(result[2], result[3])  # an end the env did not record itself
         return result
 
     guarded._gem_step_guard = True  # type: ignore[attr-defined]
@@ -91,13 +81,15 @@ def guard_sample(sample: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def guard_subclass(cls: type) -> None:
-    """Give a new ``Env`` subclass the step contract where its own methods do not keep it.
+    """Give a new ``Env`` subclass the step contract where it overrides ``step`` itself.
 
-    Runs once per class (``Env.__init_subclass__``); a ``step`` that keeps the contract itself is
-    left as written, so it costs nothing per step.
+    Runs once per class (``Env.__init_subclass__``). A class that overrides ``step`` and has no
+    ``_step`` (the original GEM's way) gets its own ``step`` as ``_step`` too, so it is not abstract.
     """
     step = cls.__dict__.get("step")
-    if callable(step) and not keeps_step_contract(cls, step):
+    if callable(step) and getattr(getattr(cls, "_step", None), "__isabstractmethod__", False):
+        cls._step = step  # type: ignore[attr-defined]  # the step's body, without the wrapper
+    if needs_step_guard(cls):
         cls.step = guard_step(step)  # type: ignore[attr-defined]
     sample = cls.__dict__.get("sample_random_action")
     if getattr(cls, "reset_before_first_step", False) and callable(sample) and not getattr(sample, "_gem_sample_guard", False):

@@ -177,10 +177,8 @@ class CodeEnv(SingleTurnEnv):
             reward = self.success_reward if correct else self.fail_reward
         return reward, correct, report
 
-    def step(self, action: str):
-        if self._needs_reset and (ended := self._step_without_episode()) is not None:
-            return ended
-        obs, reward, terminated, truncated, info = super().step(action)
+    def _step(self, action: str):
+        obs, reward, terminated, truncated, info = super()._step(action)
         if "total" in info and info["correct"] is not None:
             if info["correct"]:
                 obs = f"Accepted: all {info['total']} tests passed."

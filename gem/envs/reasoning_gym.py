@@ -268,8 +268,8 @@ class ReasoningGymEnv(ReasoningGymCompat, SingleTurnEnv):
     def _question(self, item: dict[str, Any]) -> str:
         return str(item["question"])
 
-    def step(self, action: str) -> StepResult:
-        result = super().step(action)
+    def _step(self, action: str) -> StepResult:
+        result = super()._step(action)
         if result[2] or result[3]:
             # the task's metadata holds its solution: shown once the episode has ended, never at reset
             # (an agent, or a remote client of gem serve, is handed the reset info)

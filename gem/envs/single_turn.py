@@ -125,9 +125,7 @@ class SingleTurnEnv(Env):
         self._pos += 1
         return self._order[self._pos - 1]
 
-    def step(self, action: str) -> StepResult:
-        if self._needs_reset and (ended := self._step_without_episode()) is not None:
-            return ended
+    def _step(self, action: str) -> StepResult:
         text = action if isinstance(action, str) else str(action)
         answer = self._extract(text)
         if answer is None or not answer.strip():

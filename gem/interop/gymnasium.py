@@ -264,9 +264,7 @@ class GymnasiumTextEnv(Env):
                              success_reward=self.success_reward)
         return self._text(observation), info
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self._needs_reset and (ended := self._step_without_episode()) is not None:
-            return ended
+    def _step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = self.gym_env.step(action)
         reward = finite_reward(reward, self._name)
         if not isinstance(info, dict):

@@ -156,9 +156,7 @@ class RemoteEnv(Env):
             reply = self._request("reset", {"seed": seed})
         return reply["observation"], reply["info"]
 
-    def step(self, action: str) -> StepResult:
-        if self._needs_reset and (ended := self._step_without_episode()) is not None:
-            return ended
+    def _step(self, action: str) -> StepResult:
         reply = self._request("step", {"action": action})
         return self._result(reply["observation"], reply["reward"], reply["terminated"], reply["truncated"], reply["info"])
 

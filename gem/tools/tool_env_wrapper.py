@@ -237,9 +237,11 @@ class ToolEnvWrapper(EnvWrapper):
 
         ``verbose=True`` logs (at INFO, on this module's logger) which tool ran.
         """
-        with self._lock:
-            if self._needs_reset and (ended := self._step_without_episode()) is not None:
-                return ended
+        with self._lock:  # the episode check and the step together
+            return Env.step(self, action, verbose=verbose)  # the step contract, then _step
+
+    def _step(self, action: str, verbose: bool = False) -> StepResult:
+        with self._lock:  # reentrant: step holds it already
             self.turn_counter += 1
             capped = self.max_tool_uses is not None and self.tool_use_counter >= self.max_tool_uses
             call = read_function_call(action)  # the one parse of the action's function call

@@ -34,8 +34,7 @@ class PoolEnv(gem.Env):
         super().reset(seed)
         return "go", {}
 
-    def step(self, action):
-        self._check_step()
+    def _step(self, action):
         from gem.envs.code_env import _test_pool
 
         def job(i: int) -> int:

@@ -32,8 +32,7 @@ class EchoEnv(gem.Env):
         super().reset(seed)
         return "say something", {}
 
-    def step(self, action):
-        self._check_step()
+    def _step(self, action):
         return self._result(action, 0.0)
 
 

@@ -37,8 +37,7 @@ class EchoEnv(gem.Env):
         super().reset(seed)
         return "say something", {"raw": "\ud800"}
 
-    def step(self, action):
-        self._check_step()
+    def _step(self, action):
         return self._result(action, 0.0, info={"length": len(action)})
 
 

@@ -24,19 +24,17 @@ class NoResetCheckEnv(CountEnv):
 
 
 class CrashesOnGarbageEnv(CountEnv):
-    def step(self, action):
-        self._check_step()
+    def _step(self, action):
         if action != "\\boxed{+}":
             int(action)  # the mistake: parsing that raises
-        return super().step(action)
+        return super()._step(action)
 
 
 class WrongFormatRewardEnv(CountEnv):
-    def step(self, action):
-        self._check_step()
+    def _step(self, action):
         if action != "\\boxed{+}":
             return self._result("bad", 0.0, terminated=True)
-        return super().step(action)
+        return super()._step(action)
 
 
 class BadTypesEnv(CountEnv):
@@ -329,14 +327,14 @@ def test_check_step_after_end_messages():
         ec.check_step_after_end,
         NoSuperResetEnv(),
         "[check_step_after_end] step() after the end gave no StepAfterEndWarning; step() after the episode "
-        "ended was not handled; call super().reset(seed) in reset() (the base class then handles it), or "
-        "start step() with self._check_step().",
+        "ended was not handled; call super().reset(seed) in reset() and implement _step() rather than step() "
+        "(Env.step then handles it).",
     )
     fails_with(
         ec.check_step_after_end,
         RaisesAfterEndEnv(),
         "[check_step_after_end] step() after the end raised ResetNeeded outside strict mode; it must warn and "
-        "return a terminal result (self._check_step() at the start of step() does both).",
+        "return a terminal result (Env.step does both for an env that implements _step()).",
     )
     fails_with(
         ec.check_step_after_end,
@@ -347,30 +345,27 @@ def test_check_step_after_end_messages():
 
 
 class SilentEnv(CountEnv):
-    def step(self, action):
+    def _step(self, action):
         if action != "\\boxed{+}":
-            self._check_step()
             return self._result("", self.format_error_reward, terminated=True)
-        return super().step(action)
+        return super()._step(action)
 
 
 class SurrogateEchoEnv(CountEnv):
-    def step(self, action):
+    def _step(self, action):
         if action != "\\boxed{+}":
-            self._check_step()
             return self._result(f"bad: {action}", self.format_error_reward, terminated=True)
-        return super().step(action)
+        return super()._step(action)
 
 
 class StuckAfterHostileEnv(CountEnv):
-    def step(self, action):
-        self._check_step()
+    def _step(self, action):
         if getattr(self, "poisoned", False):
             raise RuntimeError("poisoned")
         if action != "\\boxed{+}":
             self.poisoned = True
             return self._result("bad action", self.format_error_reward)
-        return super().step(action)
+        return super()._step(action)
 
 
 def test_check_hostile_actions_messages():
@@ -533,8 +528,8 @@ def test_check_step_after_end_messages_about_the_raise_and_the_warning():
             ec.check_step_after_end,
             NoSuperResetEnv(),
             "[check_step_after_end] in strict mode step() after the end must raise ResetNeeded; step() after the "
-            "episode ended was not handled; call super().reset(seed) in reset() (the base class then handles it), "
-            "or start step() with self._check_step().",
+            "episode ended was not handled; call super().reset(seed) in reset() and implement _step() rather than "
+            "step() (Env.step then handles it).",
         )
     fails_with(
         ec.check_step_after_end,
@@ -545,8 +540,8 @@ def test_check_step_after_end_messages_about_the_raise_and_the_warning():
         ec.check_step_after_end,
         CrashesAfterEndEnv(),
         "[check_step_after_end] step() after the end raised KeyError: 'board'; step() after the episode ended was "
-        "not handled; call super().reset(seed) in reset() (the base class then handles it), or start step() "
-        "with self._check_step().",
+        "not handled; call super().reset(seed) in reset() and implement _step() rather than step() (Env.step "
+        "then handles it).",
     )
 
 

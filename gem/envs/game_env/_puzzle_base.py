@@ -108,9 +108,7 @@ class PuzzleEnv(Env, abc.ABC, Generic[MoveT]):
         )
         return observation, {"suffix": suffix}
 
-    def step(self, action: str) -> StepResult:
-        if self._needs_reset and (ended := self._step_without_episode()) is not None:
-            return ended
+    def _step(self, action: str) -> StepResult:
         turn = self.turn_count = self.turn_count + 1
         answer = extract_last_boxed_answer(action)
         try:

@@ -79,9 +79,7 @@ class WordGameEnv(Env, abc.ABC):
         self.shaping.reset()
         return self._new_episode(self.rng), {"suffix": first_request(self._suffix)}
 
-    def step(self, action: str) -> StepResult:
-        if self._needs_reset and (ended := self._step_without_episode()) is not None:
-            return ended
+    def _step(self, action: str) -> StepResult:
         turn = self.turn_count = self.turn_count + 1
         content = extract_last_boxed_answer(action)
         found = self._pattern.fullmatch(content) if content and len(content) <= MAX_ANSWER_CHARS else None

@@ -75,9 +75,7 @@ class GuessTheNumberEnv(Env):
         self.previous_guesses = set()
         return self._instructions(), {"suffix": first_request(self.get_task_suffix())}
 
-    def step(self, action: str) -> StepResult:
-        if self._needs_reset and (ended := self._step_without_episode()) is not None:
-            return ended
+    def _step(self, action: str) -> StepResult:
         self.turn_count += 1
         turn = self.turn_count
         guess = parse_int(extract_last_boxed_answer(action))

@@ -110,9 +110,7 @@ class MastermindEnv(Env):
         self._places = {} if self.duplicate_numbers else {d: i for i, d in enumerate(self.secret)}
         return self._instructions(), {"suffix": first_request(self.get_task_suffix())}
 
-    def step(self, action: str) -> StepResult:
-        if self._needs_reset and (ended := self._step_without_episode()) is not None:
-            return ended
+    def _step(self, action: str) -> StepResult:
         turn = self.turn_count = self.turn_count + 1
         guess = self._parse(action)
         if guess is None:

@@ -94,9 +94,7 @@ class MinesweeperEnv(Env):
         self._new_board()
         return self._instructions() + "\n\n" + self.render(), {"suffix": first_request(self.get_task_suffix())}
 
-    def step(self, action: str) -> StepResult:
-        if self._needs_reset and (ended := self._step_without_episode()) is not None:
-            return ended
+    def _step(self, action: str) -> StepResult:
         turn = self.turn_count = self.turn_count + 1
         move = self._parse(action)
         if move is None:

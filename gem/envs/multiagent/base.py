@@ -417,10 +417,8 @@ class MultiAgentEnv(Env):
         self.infos = {a: dict(i) for a, i in infos.items()}  # built fresh each step: no deep copy needed
         return observations, infos
 
-    def step(self, actions: Mapping[str, Any]) -> MultiStepResult:  # type: ignore[override]
+    def _step(self, actions: Mapping[str, Any]) -> MultiStepResult:  # type: ignore[override]
         """Apply ``{agent: action}`` for the acting agents; returns five dicts keyed by agent."""
-        if self._needs_reset and (ended := self._step_without_episode()) is not None:
-            return ended
         if not isinstance(actions, Mapping):
             raise ActionsNotADict(
                 f"{type(self).__name__}.step() takes a dict {{agent: action}}, got {type(actions).__name__}; "

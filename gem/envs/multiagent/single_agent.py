@@ -99,9 +99,7 @@ class SingleAgentView(Env):
             self._needs_reset = True  # an opponent ended the game before the learner moved
         return self._obs[self.learner], self._learner_info()
 
-    def step(self, action: str) -> StepResult:
-        if self._needs_reset and (ended := self._step_without_episode()) is not None:
-            return ended
+    def _step(self, action: str) -> StepResult:
         reward = self._play_until_learner(action)
         ended = self.learner not in self.game.agents
         terminated = ended and bool(self.game.terminations.get(self.learner))

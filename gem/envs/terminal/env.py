@@ -228,9 +228,7 @@ class TerminalEnv(Env):
     def _status_line(self) -> str:
         return f"[turns left: {max(0, self.max_turns - self.turns)} | time left: {self._time_left_text()}]"
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self._needs_reset and (ended := self._step_without_episode()) is not None:
-            return ended
+    def _step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if not isinstance(action, str):
             action = str(action)
         self.turns += 1

@@ -167,9 +167,7 @@ class WebshopEnv(Env):
         observation = WEBSHOP_INSTRUCTIONS + f"Instruction: {self.instruction_text}\n\n" + self.observation
         return observation, self._info()
 
-    def step(self, action: str) -> StepResult:
-        if self._needs_reset and (ended := self._step_without_episode()) is not None:
-            return ended
+    def _step(self, action: str) -> StepResult:
         self.turn_count += 1
         name, arg = parse_action(action)
         clickables = self.clickables()

@@ -294,9 +294,7 @@ class OpenEnvEnv(Env):
                              success_reward=self.success_reward)
         return self._text(observation), info
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self._needs_reset and (ended := self._step_without_episode()) is not None:
-            return ended
+    def _step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         result = self._send({"type": "step", "data": self.action_fn(action)})
         observation, info = self._observation(result)
         done = result.get("done", False)

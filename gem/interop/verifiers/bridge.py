@@ -286,9 +286,7 @@ class VerifiersEnv(Env):
         config = env_config_type(self.environment)(taskset=self.taskset.config)
         return self._env_cls(config)
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self._needs_reset and (ended := self._step_without_episode()) is not None:
-            return ended
+    def _step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if not self.multi_turn:
             return self._score_single_turn(action)
         assert self._game is not None

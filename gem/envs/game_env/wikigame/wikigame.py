@@ -200,9 +200,7 @@ class WikiGameEnv(Env):
         return {"suffix": GAME_OVER_SUFFIX if ended else self.get_task_suffix(), "success": success,
                 "turn": self.turn_count, "path": [p.title for p in self.page_history]}
 
-    def step(self, action: str) -> StepResult:
-        if self._needs_reset and (ended := self._step_without_episode()) is not None:
-            return ended
+    def _step(self, action: str) -> StepResult:
         self.turn_count += 1
         title = extract_last_boxed_answer(action) if isinstance(action, str) else None
         if not title or len(title) > MAX_TITLE_CHARS:
