@@ -36,8 +36,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from gem.agents.openai_agent import TOKEN_EXTRA_BODY, TOKEN_REQUEST, TokenRecovery
-from gem.records.writer import RecordWriter, trajectory_record
-from gem.rollout import EpisodeRecorder
+from gem.records.join import joined_record, steps_problem
+from gem.records.writer import RecordWriter
 
 logger = logging.getLogger(__name__)
 
@@ -115,83 +115,9 @@ class ProxyState:
         self.episodes_writer.close()
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and abs(value) != float("inf")
-
-
-def _episode_problem(body: Any) -> Optional[str]:
-    """Why an episode's end (the JSON posted) cannot be joined, or ``None``."""
-    if not isinstance(body, dict):
-        return "the body must be a JSON object"
-    if not isinstance(body.get("env_id"), str) or not body["env_id"]:
-        return "env_id must be a non-empty string"
-    seed = body.get("seed")
-    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-        return "seed must be an integer or null"
-    if not isinstance(body.get("observation0", ""), str):
-        return "observation0 must be a string"
-    steps = body.get("steps")
-    if not isinstance(steps, list) or not steps:
-        return "steps must be a non-empty list of {action, observation, reward, terminated, truncated}"
-    for k, step in enumerate(steps, 1):
-        if not isinstance(step, dict):
-            return f"step {k} must be an object"
-        if not isinstance(step.get("action"), str) or not isinstance(step.get("observation"), str):
-            return f"step {k}: action and observation must be strings"
-        if not _number(step.get("reward")):
-            return f"step {k}: reward must be a finite number"
-        if not isinstance(step.get("terminated"), bool) or not isinstance(step.get("truncated"), bool):
-            return f"step {k}: terminated and truncated must be true or false"
-    for name in ("kwargs",):
-        if not isinstance(body.get(name, {}), dict):
-            return f"{name} must be an object"
-    if not isinstance(body.get("wrappers", ""), str):
-        return "wrappers must be a string"
-    return None
-
-
 def episode_record_of(key: str, body: dict[str, Any], calls: list[dict[str, Any]], model: Optional[str]) -> dict[str, Any]:
     """The trajectory record of an episode: the env's steps (``body``) joined with its calls."""
-    steps = body["steps"]
-    recorder = EpisodeRecorder(env_id=body["env_id"], seed=body.get("seed"), max_steps=len(steps), success_reward=body.get("success_reward"))
-    recorder.start(body.get("observation0") or "", {})
-    for step, call in zip(steps, calls):
-        recorder.begin_turn()
-        info = step.get("info") if isinstance(step.get("info"), dict) else {}
-        recorder.add_turn(step["action"], step["observation"], step["reward"], step["terminated"], step["truncated"],
-                          info, call=call)
-    episode = recorder.finish()
-    if isinstance(body.get("success"), bool):
-        episode.success = body["success"]
-    record = trajectory_record(
-        episode,
-        env_kwargs=body.get("kwargs") or {},
-        wrappers=body.get("wrappers") or "",
-        agent="gem proxy",
-        model=model,
-        sampling=calls[0].get("sampling") if calls else None,
-        calls=calls,
-    )
-    return {
-        "key": key,
-        "status": "ok",
-        "error": None,
-        "observation0": body.get("observation0"),
-        "total_reward": episode.total_reward,
-        "task_reward": round(episode.task_reward, 10),
-        "tool_bonus": round(episode.tool_bonus, 10),
-        "success": episode.success,
-        "terminated": episode.terminated,
-        "truncated": episode.truncated,
-        "stopped": episode.stopped,
-        "usage": dict(episode.usage),
-        "seconds": round(sum(float(c.get("latency_s") or 0.0) for c in calls), 4),
-        "tool_calls": episode.tool_calls,
-        "infra_error": None,
-        "grading": None,
-        "messages": calls[-1].get("messages") if calls else None,
-        **record,
-    }
+    return joined_record(key, body, calls, agent="gem proxy", model=model)
 
 
 def create_app(
@@ -317,7 +243,7 @@ def create_app(
             body = json.loads(raw)
         except (ValueError, RecursionError):
             return _error(400, "the request body is not JSON")
-        why = _episode_problem(body)
+        why = steps_problem(body)
         if why is not None:
             return _error(400, why)
         with state.lock:

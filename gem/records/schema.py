@@ -17,7 +17,7 @@ from typing import Any
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = Path(__file__).resolve().parent / "trajectory.schema.json"
-TOKEN_SOURCES = ("none", "server", "server_logprob_tokens", "sampler", "retokenized")
+TOKEN_SOURCES = ("none", "server", "server_logprob_tokens", "sampler", "retokenized", "verifiers", "openenv")
 
 
 @functools.lru_cache(maxsize=1)

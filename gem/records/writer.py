@@ -56,7 +56,7 @@ def turn_tokens(call: Optional[dict[str, Any]], sampling: Optional[dict[str, Any
         if source in (None, "none"):
             raise ValueError(
                 "a call record has token ids or logprobs but no token_source; say where they came from "
-                "('server', 'server_logprob_tokens', 'sampler' or 'retokenized' with its 'tokenizer')."
+                "('server', 'server_logprob_tokens', 'sampler', 'verifiers', 'openenv' or 'retokenized' with its 'tokenizer')."
             )
         fields["token_source"] = source
         for k in TOKEN_FIELDS:

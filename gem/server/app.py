@@ -136,7 +136,10 @@ class SessionStore:
         client_kwargs: Union[ClientKwargs, str] = ClientKwargs.DECLARED,
         scheduler: Optional[FairScheduler] = None,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        session_log: Any = None,
     ) -> None:
+        """``session_log``: a :class:`gem.server.session_log.SessionLog` that records every episode, or None."""
+        self.session_log = session_log
         self.allowed = None if env_ids is None else set(env_ids)
         self.session_ttl = session_ttl
         self.max_sessions = max_sessions
@@ -211,6 +214,8 @@ class SessionStore:
         session_id = secrets.token_urlsafe(16)
         self.sessions[session_id] = Session(env, env_id, client)
         self.metrics.sessions_created += 1
+        if self.session_log is not None:
+            self.session_log.opened(session_id, env_id, kwargs, env)
         return session_id
 
     def get(self, session_id: Optional[str], client: Optional[str] = None) -> Session:
@@ -230,6 +235,8 @@ class SessionStore:
         if session is None or (client is not None and session.client != client):
             return False
         del self.sessions[session_id or ""]
+        if self.session_log is not None:
+            self.session_log.closed(session_id or "")
         if expired:
             self.metrics.sessions_expired += 1
         else:
@@ -273,7 +280,11 @@ class SessionStore:
             self.metrics.timeouts += 1
             raise ApiError("timeout", str(exc), "TimeoutError") from exc
 
-    async def _call(self, session_id: Optional[str], client: Optional[str], fn: Callable[[Env], Any]) -> Any:
+    async def _call(
+        self, session_id: Optional[str], client: Optional[str], fn: Callable[[Env], Any], stage: Optional[str] = None
+    ) -> Any:
+        """``fn(env)`` on the session's env; ``stage`` (``"reset"`` or ``"env"``, a step) names the
+        call to the session log when it fails."""
         session = self.get(session_id, client)
         # The lock is released when the env call has returned, not when this request ends: a call
         # that timed out or whose request was cancelled still owns the env until it finishes.
@@ -289,15 +300,18 @@ class SessionStore:
         except ApiError as exc:
             if exc.kind == "timeout":  # the env may still be busy: it cannot be used again
                 exc.message += " The session was closed; create a new one."
+                self._log_failure(session_id, stage, exc)
                 self._retire(session_id, session)
             raise
         except ResetNeeded as exc:
             raise ApiError("reset_needed", str(exc), "ResetNeeded") from exc
         except ClientQuotaExceeded as exc:
             self.metrics.refused += 1
+            self._log_failure(session_id, stage, exc)
             raise ApiError("too_many_sessions", str(exc), "ClientQuotaExceeded") from exc
         except Exception as exc:
             self.metrics.errors += 1
+            self._log_failure(session_id, stage, exc)
             logger.exception("Session %s (%s) raised", session_id, session.env_id)
             raise ApiError(
                 "env_error", f"{session.env_id} raised {type(exc).__name__}: {exc}", type(exc).__name__
@@ -311,6 +325,8 @@ class SessionStore:
             return
         del self.sessions[session_id or ""]
         self.metrics.sessions_closed += 1
+        if self.session_log is not None:
+            self.session_log.closed(session_id or "")
 
         task = asyncio.get_running_loop().create_task(self._close_env(session))
         self._closing.add(task)
@@ -319,24 +335,38 @@ class SessionStore:
     async def reset(self, session_id: Optional[str], seed: Any, client: Optional[str] = None) -> dict[str, Any]:
         if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
             raise ApiError("bad_request", f"seed must be an integer or null, got {str(seed)[:40]!r}.")
-        obs, info = await self._call(session_id, client, lambda env: env.reset(seed=seed))
+        obs, info = await self._call(session_id, client, lambda env: env.reset(seed=seed), stage="reset")
         self.metrics.resets += 1
-        return {"observation": obs, "info": jsonable(info)}
+        out = {"observation": obs, "info": jsonable(info)}
+        if self.session_log is not None:
+            self.session_log.reset(session_id or "", seed, obs, out["info"])
+        return out
+
+    def _log_failure(self, session_id: Optional[str], stage: Optional[str], exc: BaseException) -> None:
+        """Tell the session log that a reset or step of the session's env failed."""
+        if self.session_log is not None and stage is not None:
+            self.session_log.failed(session_id or "", stage, exc)
 
     async def step(self, session_id: Optional[str], action: Any, client: Optional[str] = None) -> dict[str, Any]:
         if not isinstance(action, str):
             raise ApiError("bad_request", f"action must be a string, got {type(action).__name__}.")
         start = time.perf_counter()
-        obs, reward, terminated, truncated, info = await self._call(session_id, client, lambda env: env.step(action))
+        obs, reward, terminated, truncated, info = await self._call(
+            session_id, client, lambda env: env.step(action), stage="env"
+        )
+        seconds = time.perf_counter() - start
         self.metrics.steps += 1
-        self.metrics.step_seconds += time.perf_counter() - start
-        return {
+        self.metrics.step_seconds += seconds
+        out = {
             "observation": obs,
             "reward": float(reward),
             "terminated": bool(terminated),
             "truncated": bool(truncated),
             "info": jsonable(info),
         }
+        if self.session_log is not None:
+            self.session_log.stepped(session_id or "", action, out, seconds)
+        return out
 
     async def sample(self, session_id: Optional[str], client: Optional[str] = None) -> dict[str, Any]:
         return {"action": await self._call(session_id, client, lambda env: env.sample_random_action())}
@@ -357,6 +387,8 @@ class SessionStore:
             ("gem_workers_busy", "gauge", "workers running an env call", self.scheduler.busy),
             ("gem_calls_queued", "gauge", "env calls waiting for a worker", self.scheduler.queued),
         ]
+        if self.session_log is not None:
+            rows += self.session_log.metrics()
         lines = []
         for name, kind, help_text, value in rows:
             lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", f"{name} {value}"]
@@ -392,6 +424,17 @@ async def _json_object(request: Request) -> dict[str, Any]:
 
 def _client(conn: Union[Request, WebSocket]) -> str:
     return conn.scope.get(CLIENT_SCOPE_KEY, "local")
+
+
+def open_session_log(record_dir: Optional[str], limits: Any = None) -> Any:
+    """The :class:`gem.server.session_log.SessionLog` of ``record_dir``, or None without one."""
+    if record_dir is None:
+        if limits is not None:
+            raise ValueError("record_limits without record_dir: give the folder the episodes go to.")
+        return None
+    from gem.server.session_log import SessionLog
+
+    return SessionLog(record_dir, limits)
 
 
 def per_client_sessions(max_sessions: int, asked: Optional[int] = None) -> int:
@@ -503,6 +546,8 @@ def create_app(
     shells_per_client: Optional[int] = None,
     test_threads_per_client: int = DEFAULT_TEST_THREADS_PER_CLIENT,
     session_grace: float = DEFAULT_SESSION_GRACE,
+    record_dir: Optional[str] = None,
+    record_limits: Any = None,
 ) -> FastAPI:
     """The server app (run it with uvicorn, or ``gem serve``).
 
@@ -532,6 +577,9 @@ def create_app(
             :mod:`gem.server.quotas`).
         session_grace: seconds a new WebSocket has to make its session (``make``) before it is
             closed with 1008.
+        record_dir: if given, every episode played is written to ``record_dir/episodes.jsonl`` as a
+            trajectory record (:mod:`gem.server.session_log`), within ``record_limits``
+            (a :class:`gem.server.session_log.RecordLimits`; default its defaults).
     """
     if env_ids is not None:
         env_ids = list(env_ids)
@@ -550,7 +598,7 @@ def create_app(
     limits = limits or ServerLimits()
     store = SessionStore(
         env_ids, session_ttl, max_sessions, max_sessions_per_client, client_kwargs,
-        FairScheduler(workers, per_client_workers), call_timeout,
+        FairScheduler(workers, per_client_workers), call_timeout, open_session_log(record_dir, record_limits),
     )
     started = time.monotonic()
     gate = WebSocketGate(limits.max_connections, session_ttl, session_grace, asked_per_client)
@@ -574,6 +622,8 @@ def create_app(
             except asyncio.TimeoutError:
                 logger.warning("Shutting down with %d session(s) still busy", len(store.sessions))
             store.scheduler.shutdown()
+            if store.session_log is not None:
+                store.session_log.close()
 
     app = FastAPI(
         title="GEM env server", lifespan=lifespan, default_response_class=AsciiJSONResponse,

@@ -83,6 +83,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-connections", type=int, default=_LIMITS.max_connections, help="open connections at once")
     p.add_argument("--header-timeout", type=float, default=_LIMITS.header_timeout, help="seconds to send a request head")
     p.add_argument("--request-timeout", type=float, default=_LIMITS.request_timeout, help="seconds one request may take")
+    p.add_argument(
+        "--record-dir", default=None, metavar="DIR",
+        help="write every episode played as a trajectory record to DIR/episodes.jsonl (docs/records.md); off by default",
+    )
+    p.add_argument("--record-max-episode-bytes", type=int, default=1 << 20,
+                   help="bytes one episode's record may take; later turns are left out of it (default 1 MiB)")
+    p.add_argument("--record-max-session-bytes", type=int, default=64 << 20,
+                   help="bytes one session's records may take; later episodes are dropped (default 64 MiB)")
+    p.add_argument("--record-max-bytes", type=int, default=1 << 30,
+                   help="bytes DIR/episodes.jsonl may grow to; later episodes are dropped (default 1 GiB)")
     p.set_defaults(func=cmd_serve)
 
 
@@ -116,6 +126,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         request_timeout=args.request_timeout,
         max_connections=args.max_connections,
     ))
+    record_limits = None
+    if args.record_dir is not None:
+        from gem.server.session_log import RecordLimits
+
+        record_limits = RecordLimits(args.record_max_episode_bytes, args.record_max_session_bytes, args.record_max_bytes)
     if args.protocol == "openenv":
         from gem.interop.openenv.server import create_openenv_app as create_app  # same options, same limits
     app = create_app(
@@ -133,6 +148,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         per_client_workers=args.per_client_workers,
         call_timeout=args.call_timeout,
         session_grace=args.session_grace,
+        record_dir=args.record_dir,
+        record_limits=record_limits,
         allowed_hosts=[*LOOPBACK_HOSTS, args.host] if is_loopback(args.host) else None,
     )
     token_mode = _token_mode(len(tokens), args.host)

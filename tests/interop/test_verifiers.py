@@ -211,3 +211,81 @@ def test_an_endless_exported_taskset_reaches_any_seed_at_once(exported):
     assert first.reset()[0] == again.reset()[0]  # unseeded resets follow the env's seed
     for e in (env, first, again):
         e.close()
+
+
+# ------------------------------------------------------------------ token ids across the bridge
+def _played_trace(exported, seed: int):
+    """A real verifiers trace of the exported GEM id: GEM's solver plays it through the bridge."""
+    env = gem.make(f"verifiers:{exported(GAME)}")
+    try:
+        local = record(GAME, seed)
+        through = replay(env, seed, [a.strip() for a in local.actions])
+        trace = env._game.trace  # the trace the exported env's run() wrote
+    finally:
+        env.close()
+    return trace, through
+
+
+def _render_tokens(trace) -> None:
+    """Fill the trace's nodes as verifiers' renderer client does: each node the tokens it adds
+    (a scaffold, then its text), the assistant nodes' text masked as sampled, one logprob each."""
+    for n, node in enumerate(trace.nodes):
+        text = [1000 + n * 10 + k for k in range(3)]
+        node.token_ids = [7, 8] + text  # two scaffold tokens (role tags), then the message's
+        node.mask = [False, False] + [bool(node.sampled)] * len(text)
+        node.logprobs = [-0.25 * (k + 1) for k in range(len(text))] if node.sampled else []
+
+
+def test_a_verifiers_trace_of_an_exported_id_is_a_record_that_replays(exported, tmp_path):
+    from gem.interop.tokens import verifiers_record
+    from gem.records.replay import play_run
+    from gem.records.schema import record_problems
+
+    trace, through = _played_trace(exported, 3)
+    plain = verifiers_record(trace)  # GEM's agent played: verifiers holds no ids for its replies
+    assert record_problems(plain) == []
+    assert plain["env_id"] == GAME and plain["seed"] == 3 and plain["rewards"] == [s[1] for s in through.steps]
+    assert plain["total_reward"] == 1.0 and plain["policy"]["agent"] == "verifiers"
+    assert {t["token_source"] for t in plain["turns"]} == {"none"}
+    assert all("no token ids" in t["token_note"] for t in plain["turns"])
+    (tmp_path / "episodes.jsonl").write_text(json.dumps(plain) + "\n")
+    played, problems = play_run(tmp_path)
+    assert problems == [] and [p.status for p in played] == ["identical"]
+
+
+def test_token_ids_in_a_verifiers_trace_are_carried_into_the_record(exported):
+    from gem.interop.tokens import VERIFIERS_LOGPROB_NOTE, verifiers_record
+    from gem.records.schema import record_problems
+
+    trace, through = _played_trace(exported, 4)
+    _render_tokens(trace)
+    rec = verifiers_record(trace)
+    assert record_problems(rec) == []
+    turns = rec["turns"]
+    assert len(turns) == len(through.steps) and {t["token_source"] for t in turns} == {"verifiers"}
+    (branch,) = trace.branches  # one conversation: one branch, verifiers' training sample
+    sequence, mask, logprobs = branch.token_ids, branch.sampled_mask, branch.logprobs
+    sampled = [i for i, node in enumerate(branch.nodes) if node.sampled]
+    for turn, index in zip(turns, sampled):
+        node = branch.nodes[index]
+        end = sum(len(n.token_ids) for n in branch.nodes[:index + 1])
+        # prompt + completion is the branch's sequence up to this node; the completion is what the
+        # branch masks as sampled there, with the branch's logprobs
+        assert turn["prompt_token_ids"] + turn["completion_token_ids"] == sequence[:end]
+        start = end - len(turn["completion_token_ids"])
+        assert all(mask[start:end]) and not mask[start - 1]
+        assert turn["completion_logprobs"] == logprobs[start:end] == node.logprobs
+    # read back from verifiers' JSON (a traces.jsonl line): the same ids, logprobs as rounded there
+    line = json.loads(trace.model_dump_json())
+    again = verifiers_record(line)
+    assert [t["completion_token_ids"] for t in again["turns"]] == [t["completion_token_ids"] for t in turns]
+    assert all(t["token_note"] == VERIFIERS_LOGPROB_NOTE for t in again["turns"])
+
+
+def test_a_trace_without_a_gem_episode_is_refused(exported):
+    from gem.interop.tokens import verifiers_record
+
+    trace, _ = _played_trace(exported, 5)
+    trace.info.pop("gem_steps")
+    with pytest.raises(ValueError, match="no GEM episode"):
+        verifiers_record(trace)

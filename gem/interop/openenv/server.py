@@ -116,6 +116,8 @@ def create_openenv_app(
     shells_per_client: Optional[int] = None,
     test_threads_per_client: int = DEFAULT_TEST_THREADS_PER_CLIENT,
     session_grace: float = DEFAULT_SESSION_GRACE,
+    record_dir: Optional[str] = None,
+    record_limits: Any = None,
 ) -> FastAPI:
     """An OpenEnv server for GEM ids (run it with uvicorn, or ``gem serve --protocol openenv``).
 
@@ -134,9 +136,11 @@ def create_openenv_app(
     max_sessions_per_client = per_client_sessions(max_sessions, max_sessions_per_client)
     check_quota_numbers(shells_per_client, test_threads_per_client)
     limits = limits or ServerLimits()
+    from gem.server.app import open_session_log
+
     store = SessionStore(
         env_ids, session_ttl, max_sessions, max_sessions_per_client, client_kwargs,
-        FairScheduler(workers, per_client_workers), call_timeout,
+        FairScheduler(workers, per_client_workers), call_timeout, open_session_log(record_dir, record_limits),
     )
     default_id = env_ids[0] if env_ids and len(env_ids) == 1 else None
     gate = WebSocketGate(limits.max_connections, session_ttl, session_grace, asked_per_client)
@@ -171,6 +175,8 @@ def create_openenv_app(
             except asyncio.TimeoutError:
                 logger.warning("Shutting down with %d session(s) still busy", len(store.sessions))
             store.scheduler.shutdown()
+            if store.session_log is not None:
+                store.session_log.close()
 
     app = FastAPI(  # /openapi.json as OpenEnv's servers have it: `openenv validate` reads its paths
         title="GEM (OpenEnv protocol)", version=__version__, lifespan=lifespan,

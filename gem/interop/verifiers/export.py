@@ -10,7 +10,9 @@ after the taskset id exporting one ``Taskset`` subclass and one ``Env`` subclass
   observation is the next user turn, and the episode's end ends the exchange. The trace's reward is
   GEM's: ``gem_reward`` is the episode's total; ``trace.info`` holds each step's reward, the end
   flags and the last observation (``gem_rewards``, ``gem_terminated``, ``gem_truncated``,
-  ``gem_last_observation``), so the episode can be read back exactly.
+  ``gem_last_observation``), so the episode can be read back exactly; ``gem_observation0`` and
+  ``gem_steps`` (each step's action, observation, reward and end flags) make the trace a GEM
+  trajectory record with the turns' token ids (:func:`gem.interop.tokens.verifiers_record`).
 - The player's default program is verifiers' ``null`` harness (plain chat, no tools) on a
   subprocess runtime, so an eval needs only an OpenAI-compatible endpoint.
 
@@ -71,16 +73,21 @@ class GemEnv(vf.Env[GemEnvConfig]):
     async def run(self, task, agents):
         env = gem.make(task.data.info["env_id"])
         rewards: list[float] = []
+        steps: list[dict] = []
         try:
             observation, info = env.reset(seed=task.data.info["seed"])
             async with agents.player.interaction(task) as interaction:
                 trace = interaction.trace
                 trace.info.update(gem_env_id=task.data.info["env_id"], gem_seed=task.data.info["seed"],
-                                  gem_rewards=rewards, gem_terminated=False, gem_truncated=False)
+                                  gem_rewards=rewards, gem_terminated=False, gem_truncated=False,
+                                  gem_observation0=observation, gem_steps=steps)
                 segment = await interaction.turn()  # the prompt is the first observation
                 while not segment.terminated:
-                    observation, reward, terminated, truncated, info = env.step(segment.last_reply)
+                    action = segment.last_reply
+                    observation, reward, terminated, truncated, info = env.step(action)
                     rewards.append(float(reward))  # live in trace.info, step by step
+                    steps.append({{"action": action, "observation": observation, "reward": float(reward),
+                                  "terminated": bool(terminated), "truncated": bool(truncated)}})
                     if not (terminated or truncated) and len(rewards) >= self.config.max_steps:
                         truncated = True
                     if terminated or truncated:
