@@ -44,7 +44,7 @@ Speed: a run's cost is mostly page faults, each page the child (or the worker, a
 writes being copied. So the worker keeps its heap and mappings small (``-S``, no ``shutil``),
 forks without Python's after-fork hooks (:data:`_raw_fork`), and a waiting child does all it can
 (namespaces, mounts, identity, filter, a warmed-up run path) before its request arrives
-(:meth:`Zygote.child`).
+(:meth:`RunChild.child`, which the worker's class inherits).
 
 Where it is written. This file holds no code of the worker's own: the worker's source is seven
 files of ``gem/sandbox/``, the parts, which :mod:`gem.sandbox._worker_source` concatenates in a

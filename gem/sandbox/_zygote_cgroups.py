@@ -1,3 +1,5 @@
+# ruff: noqa: F821 - names of the other parts (one namespace: tests/sandbox/test_worker_parts.py
+# checks every name a part uses)
 """Part 5 of the sandbox worker's source. The worker (the "zygote", gem/sandbox/_zygote.py) runs
 in a fresh interpreter from one code object, compiled from the parts that
 gem/sandbox/_worker_source.py lists, concatenated in that fixed order into one source text: this

@@ -1,3 +1,5 @@
+# ruff: noqa: F821 - names of the other parts (one namespace: tests/sandbox/test_worker_parts.py
+# checks every name a part uses)
 """Part 3 of the sandbox worker's source. The worker (the "zygote", gem/sandbox/_zygote.py) runs
 in a fresh interpreter from one code object, compiled from the parts that
 gem/sandbox/_worker_source.py lists, concatenated in that fixed order into one source text: this
@@ -23,7 +25,7 @@ def _seccomp_fprog(program: bytes | None) -> _SockFprog | None:
     if program is None:
         return None
     if not program or len(program) % 8:
-        raise OSError(errno.EINVAL, f"a seccomp filter is whole 8-byte instructions, got {len(program)} bytes")
+        raise OSError(errno.EINVAL, f"a seccomp filter is 8-byte instructions, got {len(program)} bytes")
     return _SockFprog(len(program) // 8, program)
 
 

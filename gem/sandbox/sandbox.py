@@ -58,11 +58,29 @@ import subprocess
 import sys
 import threading
 import time
+import types
 import urllib.parse
 from typing import Any, Callable, Iterable, Sequence
 
-from gem.sandbox import seccomp, wire
-from gem.sandbox._worker_source import worker_code
+
+def _sibling(name: str) -> types.ModuleType:
+    """``gem.sandbox.<name>`` (standard library only), loaded from its file beside this one: this
+    module may itself have been loaded from its file alone, where ``gem`` is not importable (a
+    host's own Python running it as another user)."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"{__name__}_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+if __package__ == "gem.sandbox":
+    from gem.sandbox import _worker_source, seccomp, wire
+else:
+    _worker_source, seccomp, wire = _sibling("_worker_source"), _sibling("seccomp"), _sibling("wire")
+worker_code = _worker_source.worker_code
 
 logger = logging.getLogger(__name__)
 

@@ -220,9 +220,11 @@ def worker_settings(network_isolated: bool, machine: str | None = None) -> dict[
     (hex; ``None`` for an unknown architecture, where the worker notes that runs have none), for
     runs without the network (``network_isolated``: only unix sockets) or with the host's, and
     ``capset``, the number of the system call that drops a run's capabilities (``None`` where
-    unknown: the worker then refuses to start runs that need it)."""
+    unknown: without root, the worker's check of a confined child then fails, and it refuses to
+    start)."""
     program = build_filter(machine, ISOLATED_FAMILIES if network_isolated else NETWORK_FAMILIES)
-    return {"seccomp": None if program is None else program.hex(), "capset": syscall_number("capset", machine)}
+    capset = syscall_number("capset", machine)
+    return {"seccomp": None if program is None else program.hex(), "capset": capset}
 
 
 # The names this filter had when the worker built it (gem.sandbox._zygote re-exports them).
