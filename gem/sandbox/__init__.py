@@ -2,7 +2,9 @@
 the shells an agent's commands run in.
 
 - :class:`Sandbox` / :func:`run_python`: run a program (``gem.sandbox.sandbox``; the worker
-  that forks and confines each run is ``gem/sandbox/_zygote.py``, started as its own process);
+  that forks and confines each run is ``gem/sandbox/_zygote.py``, started as its own process from
+  the parts ``gem/sandbox/_worker_source.py`` lists, with the seccomp filter built by
+  ``gem.sandbox.seccomp`` and the request format of ``gem.sandbox.wire``);
 - :class:`SandboxSession`: a stateful Python kernel whose cells run one at a time;
 - :func:`check_host` (``python -m gem.sandbox --check``): which protections this host provides;
 - :class:`Shell`: what a shell backend provides to the bash tool and terminal tasks

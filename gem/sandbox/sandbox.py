@@ -4,7 +4,8 @@ One entry point, :func:`run_python` (or :meth:`Sandbox.run` on a sandbox of your
 program with optional stdin and returns a :class:`SandboxResult`: stdout, stderr, exit status, wall
 time and ``reason`` (``"ok"``, ``"error"``, ``"timeout"``, ``"memory"``, ``"output_limit"``).
 
-How it is confined (see :mod:`gem.sandbox._zygote` for the mechanics):
+How it is confined (see :mod:`gem.sandbox._zygote` for the mechanics, and the files its source is
+made of):
 
 * a warm worker (the "zygote", a Python with common modules imported) keeps children forked and
   confined ahead of time, so ``print(1+1)`` costs about a millisecond instead of starting an
@@ -53,13 +54,33 @@ import resource
 import select
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
 import time
+import types
 import urllib.parse
 from typing import Any, Callable, Iterable, Sequence
+
+
+def _sibling(name: str) -> types.ModuleType:
+    """``gem.sandbox.<name>`` (standard library only), loaded from its file beside this one: this
+    module may itself have been loaded from its file alone, where ``gem`` is not importable (a
+    host's own Python running it as another user)."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"{__name__}_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+if __package__ == "gem.sandbox":
+    from gem.sandbox import _worker_source, seccomp, wire
+else:
+    _worker_source, seccomp, wire = _sibling("_worker_source"), _sibling("seccomp"), _sibling("wire")
+worker_code = _worker_source.worker_code
 
 logger = logging.getLogger(__name__)
 
@@ -74,9 +95,10 @@ DEFAULT_TMP_MB = 64  # each run's /tmp (tmpfs: memory, outside RLIMIT_AS)
 DEFAULT_TMP_INODES = 4096  # files and directories in each run's /tmp
 UNSAFE_ENV = "GEM_SANDBOX_UNSAFE"
 _ZYGOTE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_zygote.py")
-# The worker runs its code from a marshalled code object rather than compiling the script: the
-# compiler's scratch memory would stay in the worker's heap (about 4 MB), and every run is a fork
-# of the worker, whose pages it maps and copies on write (about 8% of a run's CPU).
+# The worker runs its code from a marshalled code object (its parts' one code object, see
+# gem/sandbox/_worker_source.py) rather than compiling a script: the compiler's scratch memory
+# would stay in the worker's heap (about 4 MB), and every run is a fork of the worker, whose pages
+# it maps and copies on write (about 8% of a run's CPU).
 _WORKER_BOOT = "import marshal;f=open(%d,'rb');c=marshal.loads(f.read());f.close();del f;exec(c)"
 _worker_code: bytes | None = None
 _worker_code_lock = threading.Lock()
@@ -90,8 +112,7 @@ def _worker_code_fd() -> int:
         if _worker_code is None:
             import marshal
 
-            with open(_ZYGOTE, "rb") as fh:
-                _worker_code = marshal.dumps(compile(fh.read(), "<gem-sandbox-worker>", "exec", dont_inherit=True))
+            _worker_code = marshal.dumps(worker_code())
         code = _worker_code
     try:
         fd = os.memfd_create("gem-sandbox-worker", os.MFD_CLOEXEC)
@@ -115,8 +136,7 @@ _READ_CHUNK = 1 << 16
 _PIPE_PREFILL = 1 << 16  # a pipe's default capacity
 
 REASONS = ("ok", "error", "timeout", "memory", "output_limit")
-# kind (0 run, 1 session), address space bytes, CPU seconds, file size bytes, processes; -1: none.
-_HEADER = struct.Struct("<Bqdqq")
+_HEADER = wire.HEADER  # kind, address space bytes, CPU seconds, file size bytes, processes; -1: none
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,9 +166,9 @@ class SandboxLimits:
             raise ValueError(f"memory_mb must be at least 32 (Python needs it), got {self.memory_mb!r}.")
 
     def to_wire(self, session: bool = False) -> bytes:
-        """The request header the worker's child reads (see ``_zygote.HEADER``)."""
+        """The request header the worker's child reads (``gem.sandbox.wire.HEADER``)."""
         return _HEADER.pack(
-            1 if session else 0,
+            wire.REQUEST_SESSION if session else wire.REQUEST_RUN,
             -1 if self.memory_mb is None else int(self.memory_mb * 2**20),
             float(self.cpu_time if self.cpu_time is not None else self.timeout),
             -1 if self.file_size_mb is None else int(self.file_size_mb * 2**20),
@@ -413,7 +433,7 @@ def _frame(code: str, stdin: str | bytes | None) -> bytes:
         tail = stdin.encode("utf-8", "surrogatepass")
     else:
         tail = bytes(stdin)
-    return struct.pack("<Q", len(body)) + body + tail
+    return wire.CODE_LENGTH.pack(len(body)) + body + tail
 
 
 def _classify(
@@ -574,6 +594,8 @@ class Sandbox:
                 "hidden": [*default_hidden_paths(), *self._config["hidden_extra"]],
                 "site_dirs": _site_dirs(),
                 "debug": bool(os.environ.get("GEM_SANDBOX_DEBUG")),
+                # The runs' seccomp filter (built here, where it is tested) and capset's number.
+                **seccomp.worker_settings(network_isolated=self._config["network"]),
             }
             try:
                 parent.send(json.dumps(config).encode())
