@@ -78,17 +78,37 @@ def test_make_vec_hands_every_backend_env_factories():
         fns = vec.env_fns
         assert all(isinstance(fn, EnvFactory) for fn in fns)
         assert [fn.env_id for fn in fns] == ["test:Count2-v0", "test:Count3-v0"]
-        assert [fn.kwargs for fn in fns] == [{"seed": 7}, {"seed": 8}] and fns[0].wrappers == (Tagged,)
+        assert [fn.seed for fn in fns] == [7, 8] and fns[0].wrappers == (Tagged,)
+        assert [fn.kwargs for fn in fns] == [{}, {}]  # the seed is a field, never a constructor kwarg
         copy = pickle.loads(pickle.dumps(fns[1]))
         assert copy == fns[1]
         env = copy()
         assert isinstance(env, Tagged) and env.unwrapped.target == 3
         assert env.reset()[0] == vec.envs[1].reset()[0]  # same seed, same first observation
-        assert fns[0].replace(kwargs={"seed": 1}).kwargs == {"seed": 1} and fns[0].kwargs == {"seed": 7}
+        assert fns[0].replace(seed=1).seed == 1 and fns[0].seed == 7
     finally:
         vec.close()
     with pytest.raises(ValueError, match="env id"):
         EnvFactory("")
+
+
+def test_env_factory_seed_is_a_named_field():
+    # a seed in kwargs (the old form) moves to the field; given twice, or not an integer, it is refused
+    old_form = EnvFactory("test:Count2-v0", {"seed": 4, "target": 5})
+    assert old_form.seed == 4 and old_form.kwargs == {"target": 5}
+    assert old_form == EnvFactory("test:Count2-v0", {"target": 5}, seed=4)
+    with pytest.raises(ValueError, match="seed twice"):
+        EnvFactory("test:Count2-v0", {"seed": 4}, seed=5)
+    with pytest.raises(ValueError, match="integer"):
+        EnvFactory("test:Count2-v0", seed="4")  # type: ignore[arg-type]
+    # the factory's seed is make's: the same seed, the same first observation; another seed, another
+    a, b = EnvFactory("test:Count2-v0", seed=11)(), EnvFactory("test:Count2-v0", seed=11)()
+    assert a.reset()[0] == b.reset()[0] == gem.make("test:Count2-v0", seed=11).reset()[0]
+    assert EnvFactory("test:Count2-v0", seed=12)().reset()[0] != a.reset()[0]
+    # a vec_kwargs entry may name its env's seed; the others get seed + i
+    vec = gem.make_vec(["test:Count2-v0"] * 3, vec_kwargs=[{}, {"seed": 40}, {}], seed=7)
+    with vec:
+        assert [fn.seed for fn in vec.env_fns] == [7, 40, 9]
 
 
 def test_remote_factory_takes_the_client_options_out(monkeypatch):
@@ -97,7 +117,7 @@ def test_remote_factory_takes_the_client_options_out(monkeypatch):
     plain = EnvFactory("test:Count2-v0", kwargs, (Tagged,))
     remote = RemoteEnvFactory.from_factory(plain)
     assert remote.client == {"url": "http://h:1", "token": "t"}
-    assert remote.kwargs == {"seed": 3, "target": 5} and remote.wrappers == (Tagged,)
+    assert remote.kwargs == {"target": 5} and remote.seed == 3 and remote.wrappers == (Tagged,)
     assert pickle.loads(pickle.dumps(remote)) == remote
     with pytest.raises(ValueError, match="url="):
         RemoteEnvFactory.from_factory(EnvFactory("test:Count2-v0"))
