@@ -53,6 +53,20 @@ class HangEnv(CountEnv):
         HangEnv.closed += 1
 
 
+class ItemSetEnv(CountEnv):
+    """An env that needs its seed at construction (its constructor names ``seed``): the seed picks
+    its item set, as reasoning-gym's does; reset() then draws an item from the env's generator."""
+
+    def __init__(self, target: int = 2, seed: int = 1000) -> None:
+        super().__init__(target)
+        self.built_with = seed
+        self.items = [f"item-{seed}-{k}" for k in range(50)]
+
+    def reset(self, seed: Optional[int] = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+        obs, info = super().reset(seed)
+        return f"{obs} {self.items[self.rng.randrange(len(self.items))]}", info
+
+
 class Tagged(EnvWrapper):
     """A wrapper with a setting of its own (``tag``); other attributes are the inner env's."""
 
@@ -123,6 +137,49 @@ def test_remote_factory_takes_the_client_options_out(monkeypatch):
         RemoteEnvFactory.from_factory(EnvFactory("test:Count2-v0"))
     monkeypatch.setenv("GEM_SERVER_URL", "http://env:2")
     assert RemoteEnvFactory.from_factory(EnvFactory("test:Count2-v0")).client == {"url": "http://env:2"}
+
+
+@pytest.mark.parametrize("backend", ATTR_BACKENDS)
+def test_the_seed_reaches_every_env_by_name_on_every_backend(backend):
+    registry.pop("test:ItemSet-v0", None)
+    gem.register("test:ItemSet-v0", ItemSetEnv, target=2)
+    try:
+        ids = ["test:ItemSet-v0", "test:Count2-v0"] * 2
+        expected = [gem.make(env_id, seed=7 + i).reset()[0] for i, env_id in enumerate(ids)]
+        assert expected[0].endswith(tuple(f"item-7-{k}" for k in range(50)))  # the constructor got 7
+        assert len(set(expected[::2])) == 2  # seeds 7 and 9: other item sets
+        with gem.make_vec(ids, seed=7, backend=backend) as vec:
+            observations = list(vec.reset()[0])
+            assert observations == expected  # reset() without a seed: make's seed decides
+            assert "item-7-" in observations[0] and "item-9-" in observations[2]  # built with 7 and 9
+        with gem.make_vec(ids, seed=7, backend=backend) as again:
+            assert list(again.reset()[0]) == expected
+        # the spec keeps its own kwargs: spawn() builds with the spec's seed, not make's
+        env = gem.make("test:ItemSet-v0", seed=7)
+        assert "seed" not in env.spec.kwargs and env.spawn().built_with == 1000
+    finally:
+        registry.pop("test:ItemSet-v0", None)
+
+
+def test_no_env_overrides_the_seeding_hook():
+    # make seeds the generators through Env itself; an env that needs its seed names it in its
+    # constructor instead of overriding a private method
+    import importlib
+    import inspect
+    import pkgutil
+
+    import gem.envs
+
+    overriding = []
+    for info in pkgutil.walk_packages(gem.envs.__path__, "gem.envs."):
+        try:
+            module = importlib.import_module(info.name)
+        except Exception:  # an env whose extra is not installed
+            continue
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, Env) and cls is not Env and "_set_default_seed" in vars(cls):
+                overriding.append(f"{cls.__module__}.{cls.__qualname__}")
+    assert overriding == []
 
 
 # -------------------------------------------------------------- the hierarchy
