@@ -10,10 +10,14 @@ submodule is not counted as imported by it (every file would depend on the facad
 nor are modules named in strings (entry points, ``importlib.import_module``): that is how the
 registry reaches the envs and the CLI its subcommands without importing them.
 
-``LAYERS`` lists the layers bottom up; ``LAYER_OF`` maps each file to one by its path (the
-longest matching prefix wins), so moving a file to another package means editing one row.
-``ALLOWED`` is the short list of imports that stay although they go up a layer or close a
-cycle, each with its reason. docs/architecture.md shows the same table
+A **facade** (a former path such as ``gem.server.limits``: a file that defines nothing and only
+re-exports) is a name, not a module: importing it is importing what it names, and that is what
+both checks judge (see :func:`facades`).
+
+``LAYERS`` lists the layers bottom up; ``LAYER_OF`` maps each file to one by its folder (a file row
+beats a folder row, the deeper folder beats the shallower), so moving a file to another package
+means editing at most one row. ``ALLOWED`` is the short list of imports that stay although they go
+up a layer, each with its reason; no import may close a cycle. docs/architecture.md shows the same table
 (``python tests/test_layers.py`` rewrites it there; a test checks that the two agree).
 """
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import fnmatch
 import functools
 import sys
 import textwrap
@@ -57,79 +62,54 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("cli", "the gem command and each feature's subcommand"),
 )
 
-# Path prefix (relative to the repository) -> layer; the longest prefix that matches a file wins.
+# Which layer each file is in: a folder row (ending in "/") puts every file below it in the layer; a
+# file row (a path, or a pattern such as ``gem/*/cli.py``) names files, and beats any folder row; of
+# two folder rows the deeper wins. Rows are folders: a file row is a top-level module, the CLI rule,
+# or a file that sits in a folder of another layer for a stated reason.
 LAYER_OF: dict[str, str] = {
-    "gem/__init__.py": "api",
     "gem/__about__.py": "base",
     "gem/version.py": "base",
     "gem/errors.py": "base",
-    "gem/utils/": "base",
+    "gem/utils/": "base",  # and the former paths of the sandbox, graders and checkers (facades)
+    "gem/compat/": "base",  # the original GEM's names and tables (kwargs, step guard, ...)
     "gem/core.py": "core",
     "gem/params.py": "core",  # each env's parameter declaration (Param, check_params)
     "gem/envs/registration.py": "registration",
+    "gem/records/versions.py": "registration",  # env versions: the registry's make(version=...) uses them
     "gem/data/": "data",
-    # The sandbox and the graders live in gem/sandbox/ and gem/grading/; their former paths in
-    # gem/utils and gem/tools are thin aliases in the same layers.
     "gem/sandbox/": "sandbox",
-    "gem/utils/sandbox.py": "sandbox",  # the original path of gem.sandbox (with gem.compat.sandbox)
-    "gem/utils/_sandbox_zygote.py": "sandbox",  # an alias of gem.sandbox._zygote
-    "gem/tools/_shell_runtime.py": "sandbox",  # an alias of gem.sandbox._shell_runtime
     "gem/compat/sandbox.py": "sandbox",  # the original run_python tuple form, subprocess_run
-    "gem/utils/math_": "grading",
-    "gem/utils/_math_grader_worker.py": "grading",
-    "gem/utils/qa_em.py": "grading",
-    "gem/grading/": "grading",  # the graders' home; the gem/utils rows above are their former paths
-    "gem/tools/": "tools",
-    "gem/server/protocol.py": "http",
-    "gem/server/limits.py": "http",
-    "gem/server/client.py": "http",
-    "gem/tools/search_engine/": "services",
-    "gem/tools/mcp_server/": "services",
-    "gem/services/": "services",
-    "gem/compat/": "base",  # the original GEM's names and tables (kwargs, grader names)
-    "gem/compat/step_guard.py": "core",  # Env's step wrapper for envs written the original's way
-    "gem/compat/multiagent.py": "envs",  # the original multi-agent subclass contract
+    "gem/grading/": "grading",
     "gem/compat/math_grader.py": "grading",  # the original grader names
-    "gem/compat/fifteen_puzzle.py": "envs",  # the original FifteenPuzzle names (a mixin of the env)
     "gem/compat/math_env.py": "grading",  # the original MathEnv names (verify_fn, check_correct)
     "gem/compat/qa_env.py": "grading",  # the original QaEnv.check_correct
+    "gem/tools/": "tools",  # and the former paths of gem/services (facades)
+    "gem/http/": "http",
+    "gem/services/": "services",
+    "gem/tools/mcp_server/": "services",  # the former path of gem/services/mcp: its __init__ re-exports it
     "gem/envs/": "envs",
-    "gem/multiagent/": "envs",
+    "gem/multiagent/": "envs",  # the original GEM's path of the multi-agent base
+    "gem/compat/multiagent.py": "envs",  # the original multi-agent subclass contract
+    "gem/compat/fifteen_puzzle.py": "envs",  # the original FifteenPuzzle names (a mixin of the env)
     "gem/wrappers/": "wrappers",
     "gem/vector/": "vector",
     "gem/rollout.py": "rollout",
     "gem/agents/": "agents",
     "gem/checks/": "checks",
-    "gem/utils/env_checker.py": "checks",  # the original path of gem.checks.env_checker
-    "gem/envs/multiagent/checker.py": "checks",  # the original path of gem.checks.multiagent_checker
-    "gem/records/versions.py": "registration",  # env versions: the registry's make(version=...) uses them
-    "gem/records/__init__.py": "registration",  # imports nothing
-    "gem/records/schema.py": "base",  # the trajectory JSON Schema and its checker
-    "gem/records/writer.py": "rollout",  # an Episode as a trajectory record
-    "gem/records/": "apps",  # replay and regrade
     "gem/eval/": "apps",
     "gem/server/": "apps",
     "gem/rl/": "apps",
+    "gem/records/": "apps",  # the trajectory schema, writer, replay and regrade
     "gem/interop/": "interop",
+    "gem/__init__.py": "api",
     "gem/cli.py": "cli",
-    "gem/eval/cli.py": "cli",
-    "gem/checks/cli.py": "cli",
-    "gem/server/cli.py": "cli",
-    "gem/rl/cli.py": "cli",
-    "gem/records/cli.py": "cli",
-    "gem/interop/cli.py": "cli",
+    "gem/*/cli.py": "cli",  # every feature's subcommand
 }
 
-# (importing file, imported module) -> why it stays, though it goes up a layer or closes a cycle.
-# Each is an import made at call time (a test checks that, and that each is still needed).
+# (importing file, imported module) -> why it stays, though it goes up a layer. Each is an import made at
+# call time (a test checks that, and that each still goes up). Nothing excuses a cycle: no two files
+# import each other, directly or around a loop, whatever the layers.
 ALLOWED: dict[tuple[str, str], str] = {
-    ("gem/envs/registration.py", "gem.vector.backends"): (
-        "the original GEM's gem.envs.registration.make_vec (and VECTOR_BACKENDS), resolved on first use"
-    ),
-    ("gem/envs/math_env.py", "gem.envs.math_visual_env"): (
-        "gem.envs.math_env.MathVisualEnv, the path math:Geometry3K is registered under; the class "
-        "subclasses MathEnv, so it lives in its own module"
-    ),
     ("gem/envs/multiagent/customer_service/players.py", "gem.agents.openai_agent"): (
         "user_mode='llm': the customer is played by a chat model through OpenAIAgent"
     ),
@@ -239,9 +219,84 @@ def _collect_imports(root: Path, package: str) -> tuple[Import, ...]:
     return tuple(imports)
 
 
+def _row_matches(row: str, rel: str) -> bool:
+    if row.endswith("/"):
+        return rel.startswith(row)
+    return fnmatch.fnmatchcase(rel, row) if "*" in row else rel == row
+
+
+def _specificity(row: str) -> tuple[int, int]:
+    # a file beats a pattern, a pattern beats any folder; the deeper folder beats the shallower
+    return (0 if row.endswith("/") else 1 if "*" in row else 2, len(row))
+
+
 def layer_of(rel: str, table: Mapping[str, str] = LAYER_OF) -> Optional[str]:
-    matches = [prefix for prefix in table if rel.startswith(prefix)]
-    return table[max(matches, key=len)] if matches else None
+    matches = [row for row in table if _row_matches(row, rel)]
+    return table[max(matches, key=_specificity)] if matches else None
+
+
+# -------------------------------------------------------------------------------- facades
+# A former path (``gem.utils.sandbox``, ``gem.server.limits``, ...) is a name for other modules, not a
+# module of its own: a file that defines nothing (no function, no class), says it re-exports (it
+# names ``__all__``, points ``sys.modules[__name__]`` elsewhere or imports ``*``) and otherwise only
+# imports, copies names in a loop or runs ``if __name__ == "__main__"``. Importing a facade is importing what it imports (through facades
+# of facades), and that is what the layer and cycle checks judge; a facade's own imports are judged
+# in its importers. A package's ``__init__.py`` is never a facade: Python runs it before any of its
+# submodules, so its imports are its own.
+def _is_facade(tree: ast.Module, rel: str) -> bool:
+    if rel.endswith("/__init__.py"):
+        return False
+    if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)) for n in ast.walk(tree)):
+        return False
+    for statement in tree.body:
+        if isinstance(statement, (ast.Import, ast.ImportFrom, ast.If, ast.For, ast.Delete)):
+            continue
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            continue  # the docstring
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            if all(
+                (isinstance(t, ast.Name) and t.id == "__all__")
+                or (isinstance(t, ast.Subscript) and ast.unparse(t.value) == "sys.modules")
+                for t in targets
+            ):
+                continue
+        return False
+    # ... and says that it re-exports: ``sys.modules[__name__] = ...``, ``__all__`` or ``import *``
+    return any(
+        (isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names))
+        or (isinstance(n, ast.Name) and n.id == "__all__")
+        or (isinstance(n, ast.Attribute) and ast.unparse(n) == "sys.modules")
+        for n in ast.walk(tree)
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def facades(root: Path, package: str = "gem") -> dict[str, tuple[str, ...]]:
+    """``{facade module: the modules it imports}`` for every facade of ``package``."""
+    modules = python_files(root, package)
+    found = {}
+    for module, rel in modules.items():
+        if _is_facade(ast.parse((root / rel).read_text(encoding="utf-8"), filename=rel), rel):
+            found[module] = tuple(dict.fromkeys(i.module for i in collect_imports(root, package) if i.file == rel))
+    return found
+
+
+def resolve(module: str, root: Path, package: str = "gem") -> tuple[str, ...]:
+    """The modules that importing ``module`` imports for real: itself, or what a facade names."""
+    named = facades(root, package)
+    out: dict[str, None] = {}
+    todo, seen = [module], set()
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if current in named:
+            todo.extend(named[current])
+        else:
+            out[current] = None
+    return tuple(out)
 
 
 def unmapped_files(root: Path, table: Mapping[str, str] = LAYER_OF, package: str = "gem") -> list[str]:
@@ -258,18 +313,22 @@ def upward_imports(
     """One message per import of a module in a higher layer (``allowed`` ones excepted)."""
     rank = {name: i for i, name in enumerate(layers)}
     modules = python_files(root, package)
+    named = facades(root, package)
     problems = []
     for imp in collect_imports(root, package):
-        if (imp.file, imp.module) in allowed:
+        if (imp.file, imp.module) in allowed or module_name(Path(imp.file)) in named:
             continue
-        mine, theirs = layer_of(imp.file, table), layer_of(modules[imp.module], table)
-        if mine is None or theirs is None:
-            continue  # unmapped_files reports these
-        if rank[theirs] > rank[mine]:
-            problems.append(
-                f"{imp.file}:{imp.line} imports {imp.module} ({imp.when}): layer {mine!r} may not import "
-                f"from layer {theirs!r}, which is above it"
-            )
+        mine = layer_of(imp.file, table)
+        for target in resolve(imp.module, root, package):
+            theirs = layer_of(modules[target], table)
+            if mine is None or theirs is None:
+                continue  # unmapped_files reports these
+            if rank[theirs] > rank[mine]:
+                through = f" (through {imp.module})" if target != imp.module else ""
+                problems.append(
+                    f"{imp.file}:{imp.line} imports {target}{through} ({imp.when}): layer {mine!r} may not "
+                    f"import from layer {theirs!r}, which is above it"
+                )
     return problems
 
 
@@ -318,26 +377,30 @@ def strongly_connected(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
     return components
 
 
-def import_cycles(
-    root: Path, allowed: Mapping[tuple[str, str], str] = ALLOWED, package: str = "gem"
-) -> list[str]:
-    """One message per set of files that import each other in a cycle, with the imports involved."""
+def import_cycles(root: Path, package: str = "gem") -> list[str]:
+    """One message per set of files that import each other in a cycle, with the imports involved.
+
+    Every import counts (module level, call time, typing); an import of a facade is an import of
+    what it names. Nothing is excused."""
     modules = python_files(root, package)
-    graph: dict[str, set[str]] = {m: set() for m in modules}
+    named = facades(root, package)
+    graph: dict[str, set[str]] = {m: set() for m in modules if m not in named}
     where: dict[tuple[str, str], Import] = {}
     for imp in collect_imports(root, package):
-        if (imp.file, imp.module) in allowed:
-            continue
         source = module_name(Path(imp.file))
-        graph[source].add(imp.module)
-        where.setdefault((source, imp.module), imp)
+        if source in named:
+            continue
+        for target in resolve(imp.module, root, package):
+            graph[source].add(target)
+            where.setdefault((source, target), imp)
     problems = []
     for component in strongly_connected(graph):
         if len(component) < 2:
             continue
         members = set(component)
         edges = sorted(
-            f"{imp.file}:{imp.line} imports {imp.module} ({imp.when})"
+            f"{imp.file}:{imp.line} imports {b}" + (f" (through {imp.module})" if b != imp.module else "")
+            + f" ({imp.when})"
             for (a, b), imp in where.items()
             if a in members and b in members
         )
@@ -350,10 +413,9 @@ def layers_markdown() -> str:
     rows = ["| Layer | Holds | Files |", "|---|---|---|"]
     for name, holds in LAYERS:
         prefixes = sorted(p for p, layer in LAYER_OF.items() if layer == name)
-        shown = [p if p.endswith((".py", "/")) else f"{p}*.py" for p in prefixes]
-        rows.append(f"| {name} | {holds} | {', '.join(f'`{p}`' for p in shown)} |")
+        rows.append(f"| {name} | {holds} | {', '.join(f'`{p}`' for p in prefixes)} |")
     allowed = [f"- `{file}` imports `{module}`: {why}." for (file, module), why in ALLOWED.items()]
-    intro = "Imports that stay although they go up a layer or close a cycle (each made at call time):"
+    intro = "Imports that stay although they go up a layer (each made at call time; no import closes a cycle):"
     return "\n".join(rows) + f"\n\n{intro}\n\n" + "\n".join(allowed)
 
 
@@ -382,7 +444,7 @@ def test_every_file_has_a_layer() -> None:
 
 def test_every_row_of_the_table_names_a_file() -> None:
     files = list(python_files(ROOT).values())
-    stale = [prefix for prefix in LAYER_OF if not any(f.startswith(prefix) for f in files)]
+    stale = [row for row in LAYER_OF if not any(_row_matches(row, f) for f in files)]
     _fail(stale, "these rows of LAYER_OF match no file (moved?): update or remove them")
 
 
@@ -406,9 +468,8 @@ def test_every_allowed_import_is_still_made_at_call_time_and_still_needed() -> N
             stale.append(f"{imp.file}:{imp.line} imports {imp.module} at {imp.when} level, not at call time")
         without = {k: v for k, v in ALLOWED.items() if k != key}
         site = f"{imp.file}:{imp.line} "
-        refused = upward_imports(ROOT, allowed=without) + import_cycles(ROOT, allowed=without)
-        if not any(site in problem for problem in refused):
-            stale.append(f"{imp.file} importing {imp.module} neither goes up nor closes a cycle")
+        if not any(site in problem for problem in upward_imports(ROOT, allowed=without)):
+            stale.append(f"{imp.file} importing {imp.module} does not go up a layer")
     _fail(stale, "ALLOWED must list only imports that the rules would refuse")
 
 
@@ -472,7 +533,7 @@ def test_the_checker_finds_a_planted_upward_import(tmp_path: Path, low_text: str
 def test_the_checker_passes_a_tree_without_upward_imports(tmp_path: Path) -> None:
     root = _planted(tmp_path, "from . import other\nimport json\n")
     assert upward_imports(root, PLANTED_TABLE, PLANTED_LAYERS, {}, package="pkg") == []
-    assert import_cycles(root, {}, package="pkg") == []
+    assert import_cycles(root, package="pkg") == []
     assert unmapped_files(root, PLANTED_TABLE, package="pkg") == []
 
 
@@ -487,7 +548,7 @@ def test_the_checker_passes_a_tree_without_upward_imports(tmp_path: Path) -> Non
 def test_the_checker_finds_a_planted_cycle(tmp_path: Path, a_text: str, b_text: str) -> None:
     files = {"pkg/__init__.py": "", "pkg/a.py": a_text, "pkg/b.py": b_text, "pkg/c.py": "import pkg.a\n"}
     root = _tree(tmp_path, files)
-    problems = import_cycles(root, {}, package="pkg")
+    problems = import_cycles(root, package="pkg")
     assert len(problems) == 1, problems
     assert problems[0].startswith("cycle between pkg.a, pkg.b:")  # pkg.c only points into it
     assert "pkg/a.py:" in problems[0] and "pkg/b.py:" in problems[0]
@@ -497,21 +558,79 @@ def test_the_checker_finds_a_longer_cycle_and_an_unmapped_file(tmp_path: Path) -
     files = {"pkg/__init__.py": "", "pkg/a.py": "import pkg.b\n", "pkg/b.py": "import pkg.c\n"}
     files["pkg/c.py"] = "import pkg.a\n"
     root = _tree(tmp_path, files)
-    (problem,) = import_cycles(root, {}, package="pkg")
+    (problem,) = import_cycles(root, package="pkg")
     assert problem.startswith("cycle between pkg.a, pkg.b, pkg.c:")
-    assert unmapped_files(root, {"pkg/a.py": "low", "pkg/b": "low"}, package="pkg") == [
+    assert unmapped_files(root, {"pkg/a.py": "low", "pkg/b.py": "low"}, package="pkg") == [
         "pkg/__init__.py",
         "pkg/c.py",
     ]
 
 
-def test_the_longest_prefix_wins() -> None:
-    assert layer_of("gem/utils/sandbox.py") == "sandbox"
+def test_file_rows_beat_folder_rows_and_the_deeper_folder_wins() -> None:
+    assert layer_of("gem/compat/sandbox.py") == "sandbox"
+    assert layer_of("gem/compat/kwargs.py") == "base"
     assert layer_of("gem/sandbox/_zygote.py") == "sandbox"
     assert layer_of("gem/utils/seeding.py") == "base"
-    assert layer_of("gem/tools/search_engine/service.py") == "services"
-    assert layer_of("gem/server/cli.py") == "cli"
+    assert layer_of("gem/tools/mcp_server/server.py") == "services"
+    assert layer_of("gem/server/cli.py") == "cli" and layer_of("gem/interop/cli.py") == "cli"
+    assert layer_of("gem/server/app.py") == "apps" and layer_of("gem/http/limits.py") == "http"
     assert layer_of("elsewhere/x.py") is None
+
+
+def test_no_row_repeats_the_layer_its_folder_gives() -> None:
+    redundant = []
+    for row, layer in LAYER_OF.items():
+        rest = {k: v for k, v in LAYER_OF.items() if k != row}
+        probe = row.replace("*", "x") if not row.endswith("/") else row + "x.py"
+        if layer_of(probe, rest) == layer:
+            redundant.append(f"{row!r}: its folder is already {layer!r}")
+    _fail(redundant, "fold these rows into their folder's row")
+
+
+def test_former_paths_are_facades_of_their_modules() -> None:
+    named = facades(ROOT)
+    for old, new in [
+        ("gem.server.limits", "gem.http.limits"),
+        ("gem.server.protocol", "gem.http.protocol"),
+        ("gem.server.client", "gem.http.client"),
+        ("gem.utils.sandbox", "gem.sandbox.sandbox"),
+        ("gem.tools.search_engine.service", "gem.services.search.service"),
+        ("gem.envs.math_visual_env", "gem.envs.math_env"),
+    ]:
+        assert new in resolve(old, ROOT), (old, named.get(old))
+    assert "gem.server.app" not in named and "gem.sandbox" not in named  # a package's __init__ never is
+
+
+def test_an_import_through_a_facade_is_judged_by_what_it_names(tmp_path: Path) -> None:
+    # pkg/alias.py (low) only re-exports the high module: importing it from low code goes up
+    alias = '"""Former path."""\nimport sys\nfrom pkg.high import top as _m\n\nsys.modules[__name__] = _m\n'
+    root = _planted(tmp_path / "a", "from pkg import alias\n", {"pkg/alias.py": alias})
+    (problem,) = upward_imports(root, PLANTED_TABLE, PLANTED_LAYERS, {}, package="pkg")
+    assert problem.startswith("pkg/low.py:1 imports pkg.high.top (through pkg.alias) (module)")
+    # the facade itself, imported by nobody low, is no problem; a function makes it a module of its own
+    root = _planted(tmp_path / "b", "", {"pkg/alias.py": alias})
+    assert upward_imports(root, PLANTED_TABLE, PLANTED_LAYERS, {}, package="pkg") == []
+    root = _planted(tmp_path / "c", "", {"pkg/alias.py": alias + "def f():\n    pass\n"})
+    (problem,) = upward_imports(root, PLANTED_TABLE, PLANTED_LAYERS, {}, package="pkg")
+    assert problem.startswith("pkg/alias.py:3 imports pkg.high.top (module)")
+
+
+def test_a_cycle_through_a_facade_is_a_cycle(tmp_path: Path) -> None:
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/a.py": "from pkg import b_alias\n",
+        "pkg/b_alias.py": "from pkg.b import *  # noqa\n",
+        "pkg/b.py": "def f():\n    import pkg.a\n",
+    }
+    (problem,) = import_cycles(_tree(tmp_path, files), package="pkg")
+    assert problem.startswith("cycle between pkg.a, pkg.b:")
+    assert "pkg/a.py:1 imports pkg.b (through pkg.b_alias) (module)" in problem
+
+
+def test_a_pattern_row_names_files_in_every_folder() -> None:
+    table = {"pkg/": "low", "pkg/*/cli.py": "high"}
+    assert layer_of("pkg/x/cli.py", table) == "high" and layer_of("pkg/x/y/cli.py", table) == "high"
+    assert layer_of("pkg/cli.py", table) == "low" and layer_of("pkg/x/other.py", table) == "low"
 
 
 def write_doc() -> None:

@@ -12,8 +12,8 @@ bundled ``arithmetic``) is graded exactly: an answer is right when it is a numbe
 value (``\\frac{1}{2}``, ``1/2``, ``0.5``); any other dataset raises
 :class:`~gem.errors.DependencyNotInstalled` when the env is built, naming the extra.
 
-:class:`~gem.envs.math_visual_env.MathVisualEnv` (problems with a picture) lives in
-:mod:`gem.envs.math_visual_env` and is importable from here too.
+:class:`~gem.envs.math_visual_env.MathVisualEnv` (problems with a picture; see
+:mod:`gem.envs.math_visual_env`) is defined at the end of this module and importable from both.
 """
 
 from __future__ import annotations
@@ -105,9 +105,43 @@ class MathEnv(MathEnvCompat, SingleTurnEnv):
         return f"\\boxed{{{self.action_rng.randint(0, 100)}}}"
 
 
-def __getattr__(name: str) -> Any:
-    if name == "MathVisualEnv":  # its home is gem.envs.math_visual_env (which imports this module)
-        from gem.envs.math_visual_env import MathVisualEnv
+# Defined here, next to its base class, so that neither module imports the other;
+# gem.envs.math_visual_env is its documented home and names the same class.
+class MathVisualEnv(MathEnv):
+    """A math task with a picture: ``info["images"]`` holds the item's image(s) on reset.
 
-        return MathVisualEnv
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    Args:
+        image_key: the dataset's image column.
+        the others: as :class:`~gem.envs.math_env.MathEnv`.
+    """
+
+    def __init__(
+        self,
+        dataset_name: Optional[str] = "",
+        split: Optional[str] = None,
+        dataset: Any = None,
+        image_key: str = "images",
+        question_key: str = "problem",
+        answer_key: str = "answer",
+        seed: int = 0,
+        use_mp: bool = True,
+        eval: bool = False,  # noqa: A002
+        grade_timeout: float = DEFAULT_TIMEOUT_S,
+        use_format_error_reward: bool = False,
+        verbose: bool = False,
+        max_turns: Optional[int] = None,
+    ) -> None:
+        self.image_key = image_key
+        super().__init__(
+            dataset_name, split, dataset, question_key, answer_key, seed, eval=eval, grade_timeout=grade_timeout,
+            use_mp=use_mp, use_format_error_reward=use_format_error_reward, verbose=verbose, max_turns=max_turns,
+        )
+
+    def _load_rows(self, dataset: Any) -> list[dict[str, Any]]:
+        # the image column travels with the problem and answer, as "images" (a missing one is
+        # a ValueError listing the dataset's columns)
+        return rows_from(dataset, self.dataset_name, self.split, "math", self.question_key, self.answer_key,
+                         extra_keys={"images": self.image_key})
+
+    def _reset_info(self, item: dict[str, Any]) -> dict[str, Any]:
+        return {**super()._reset_info(item), "images": item.get("images")}

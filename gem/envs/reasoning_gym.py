@@ -146,8 +146,8 @@ class ReasoningGymEnv(ReasoningGymCompat, SingleTurnEnv):
         name: the reasoning-gym dataset (``rg:<name>``); see ``dataset_names()``.
         size: how many items make one pass (items ``0..size-1``); items are generated on demand,
             so any size costs the same memory.
-        seed: the item set's seed (GEM's default 42); ``gem.make(id, seed=s)`` sets it too, and
-            ``env.seed`` reports it.
+        seed: the item set's seed (GEM's default 42); ``gem.make(id, seed=s)`` passes its seed here
+            (the constructor names ``seed``), and ``env.seed`` reports it.
         config: extra reasoning-gym config for the dataset (difficulty and so on). For
             ``composite``, ``{"datasets": [name or {"name", "weight", "config"}, ...]}``
             (default: an equal mix of :data:`COMPOSITE_DEFAULT`).
@@ -206,12 +206,6 @@ class ReasoningGymEnv(ReasoningGymCompat, SingleTurnEnv):
         self._pass_ds: tuple[int, Any] = (0, self._ds)
         self._position = 0
         self._from_pass = False
-
-    def _set_default_seed(self, seed: int) -> None:
-        # make's seed is the item set's seed (the constructor's ``seed``).
-        super()._set_default_seed(seed)
-        if int(seed) != self.seed:
-            self._use_seed(seed)
 
     def _num_items(self) -> int:
         return min(self.size, len(self._ds))

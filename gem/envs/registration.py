@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import numbers
 import sys
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Iterable, Optional, Union
@@ -88,9 +89,9 @@ class EnvSpec:
         except AttributeError as exc:
             raise ImportError(f"{self.id}: module {module_name!r} has no {attr!r}.") from exc
 
-    def make(self, **kwargs: Any) -> Env:
-        """Build the env: ``gem.make(self.id, **kwargs)``."""
-        return _make_from_spec(self, kwargs)
+    def make(self, seed: Optional[int] = None, **kwargs: Any) -> Env:
+        """Build the env: ``gem.make(self.id, seed=seed, **kwargs)``."""
+        return _make_from_spec(self, kwargs, seed)
 
 
 def _missing_third_party(exc: ImportError) -> bool:
@@ -313,17 +314,23 @@ def _check_version(env_id: str, version: Any) -> None:
         )
 
 
-def make(env_id: str, *, version: Optional[str] = None, **kwargs: Any) -> Env:
+def make(env_id: str, *, seed: Optional[int] = None, version: Optional[str] = None, **kwargs: Any) -> Env:
     """Build the env registered as ``env_id``; ``kwargs`` override the spec's defaults.
+
+    ``seed``: seeds the env's generators, so a later ``reset()`` without a seed is reproducible
+    (``make(id, seed=s)`` then ``reset()`` gives the same episode every time). An env whose
+    constructor takes a parameter named ``seed`` (declared in its signature, not through
+    ``**kwargs``) also gets it there, as the original GEM's ``make`` passed it: that is how an env
+    says it needs its seed at construction (reasoning-gym's item set, RuleTaker's items). The seed
+    is not one of the spec's kwargs: ``env.spawn()`` builds with the spec's own.
 
     ``version`` (from ``gem list --versions`` or a record's ``env_version``): refuse to build the env
     unless its current version is that one (``ValueError`` naming the current version).
 
-    ``seed=`` (as ``make_vec`` passes it) seeds the env's generators, so a later ``reset()``
-    without a seed is reproducible. Unknown ids raise :class:`UnknownEnvError` (a ``KeyError`` and
-    a ``ValueError``) naming the closest ids. A kwarg of :data:`gem.compat.kwargs.ORIGINAL_ENV_KWARGS`
-    that this env does not use is ignored (logged once);
-    any other unknown kwarg raises ``ValueError`` naming the accepted ones and the closest match.
+    Unknown ids raise :class:`UnknownEnvError` (a ``KeyError`` and a ``ValueError``) naming the
+    closest ids. A kwarg of :data:`gem.compat.kwargs.ORIGINAL_ENV_KWARGS` that this env does not use
+    is ignored (logged once); any other unknown kwarg raises ``ValueError`` naming the accepted ones
+    and the closest match.
     """
     if not isinstance(env_id, str):
         raise UnknownEnvError(_unknown_message(env_id))
@@ -331,12 +338,19 @@ def make(env_id: str, *, version: Optional[str] = None, **kwargs: Any) -> Env:
     env_spec = outside or spec(env_id)
     if version is not None:
         _check_version(env_id, version)
-    return _make_from_spec(env_spec, kwargs)
+    return _make_from_spec(env_spec, kwargs, seed)
 
 
-def _make_from_spec(env_spec: EnvSpec, kwargs: dict[str, Any]) -> Env:
-    kwargs = dict(kwargs)
-    seed = kwargs.pop("seed", None)
+def _check_seed(seed: Any) -> Optional[int]:
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise ValueError(f"seed must be an integer or None, got {seed!r}.")
+    return int(seed)
+
+
+def _make_from_spec(env_spec: EnvSpec, kwargs: dict[str, Any], seed: Optional[int] = None) -> Env:
+    seed = _check_seed(seed)
     merged = {**env_spec.kwargs, **kwargs}
     factory = env_spec.load()
     # Reward levels are every env's kwargs: set on the instance after construction (and also passed
@@ -348,10 +362,12 @@ def _make_from_spec(env_spec: EnvSpec, kwargs: dict[str, Any]) -> Env:
         named = ()
     merged = {k: v for k, v in merged.items() if k not in levels or k in named}
     merged = _check_kwargs(env_spec, factory, merged)
+    # a constructor that names ``seed`` gets make's seed (see make)
+    call_kwargs = {**merged, "seed": seed} if seed is not None and "seed" in named else merged
     try:
-        env = factory(**merged)
+        env = factory(**call_kwargs)
     except TypeError as exc:
-        _raise_for_bad_kwargs(env_spec, factory, merged, exc)
+        _raise_for_bad_kwargs(env_spec, factory, call_kwargs, exc)
         raise
     if not isinstance(env, Env):
         raise TypeError(f"{env_spec.id}: entry point returned {type(env).__name__}, not a gem.Env.")
@@ -429,16 +445,20 @@ def _raise_for_bad_kwargs(
 
 
 # ------------------------------------------------------------------------ vector
-# make_vec and its backend table live in gem.vector (above the registry); these names stay here for
-# code written for the original GEM (``from gem.envs.registration import make_vec``).
-_MOVED_TO_VECTOR = ("make_vec", "VECTOR_BACKENDS")
+# The original GEM defined make_vec (and VECTOR_BACKENDS) here; they live in gem.vector, a layer above
+# the registry. Like an env's entry point, each is named by a "module:attribute" string and loaded on
+# first use, so the registry never imports the vector package (``from gem.envs.registration import
+# make_vec`` still works).
+MOVED_TO_VECTOR: dict[str, str] = {
+    "make_vec": "gem.vector.backends:make_vec",
+    "VECTOR_BACKENDS": "gem.vector.backends:VECTOR_BACKENDS",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _MOVED_TO_VECTOR:
-        from gem.vector import backends  # on first use only: the registry sits below gem.vector
-
-        return getattr(backends, name)
+    if name in MOVED_TO_VECTOR:
+        module_name, _, attr = MOVED_TO_VECTOR[name].partition(":")
+        return getattr(importlib.import_module(module_name), attr)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -190,7 +190,7 @@ def cmd_proxy(args: argparse.Namespace) -> int:
         from gem.eval.proxy import serve
     except ImportError as exc:
         raise missing_extra("gem proxy", "server", "fastapi") from exc
-    from gem.server.limits import is_loopback
+    from gem.http.limits import is_loopback
 
     if not is_loopback(args.host):
         logger.warning("gem proxy binds %s: anyone who reaches it can use the upstream server through it "

@@ -33,7 +33,7 @@ from urllib.parse import parse_qs, urlparse
 
 from gem.eval.records import latest_records, read_episodes_checked
 from gem.eval.summary import summarize_dir
-from gem.server.limits import LOOPBACK_HOSTS, is_loopback
+from gem.http.limits import LOOPBACK_HOSTS, is_loopback
 
 logger = logging.getLogger(__name__)
 

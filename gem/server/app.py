@@ -57,8 +57,8 @@ from gem.core import Env
 from gem.envs import registration
 from gem.envs.registration import spec as lookup_spec
 from gem.errors import ResetNeeded, UnknownEnvError
-from gem.server.limits import CLIENT_SCOPE_KEY, GuardMiddleware, ServerLimits
-from gem.server.protocol import (
+from gem.http.limits import CLIENT_SCOPE_KEY, GuardMiddleware, ServerLimits
+from gem.http.protocol import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_MAX_SESSIONS,
     DEFAULT_MAX_SESSIONS_PER_CLIENT,

@@ -12,8 +12,8 @@ import logging
 import signal
 from typing import Any
 
-from gem.server.limits import LOOPBACK_HOSTS, ServerLimits, is_loopback, read_secret, scrub_environ
-from gem.server.protocol import (
+from gem.http.limits import LOOPBACK_HOSTS, ServerLimits, is_loopback, read_secret, scrub_environ
+from gem.http.protocol import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_HOST,
     DEFAULT_MAX_SESSIONS,
@@ -108,7 +108,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         import uvicorn  # noqa: F401
 
         from gem.server.app import create_app
-        from gem.server.limits import fit_limits
+        from gem.http.limits import fit_limits
     except ImportError as exc:
         raise missing_extra("gem serve", "server", exc.name or "fastapi/uvicorn") from exc
     tokens = read_secret(TOKEN_ENV_VAR, args.token_file)
@@ -171,7 +171,7 @@ def serve_app(app: Any, host: str, port: int, limits: ServerLimits, token_mode: 
     """Run ``app`` until Ctrl-C or SIGTERM: one line when it listens, one when it stops; returns 0."""
     import uvicorn
 
-    from gem.server.limits import uvicorn_config
+    from gem.http.limits import uvicorn_config
 
     class Server(uvicorn.Server):
         async def startup(self, sockets: Any = None) -> None:

@@ -33,7 +33,7 @@ import weakref
 from typing import Any, Callable, Iterator, Optional
 
 from gem.errors import GemError
-from gem.server.protocol import client_share
+from gem.http.protocol import client_share
 
 logger = logging.getLogger(__name__)
 

@@ -12,6 +12,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 from gem.core import Env
 from gem.envs.registration import interop_spec, spec
+from gem.vector.env_factory import EnvFactory  # picklable; every backend reads its fields
 
 __all__ = ["VECTOR_BACKENDS", "make_vec"]
 
@@ -45,7 +46,8 @@ def make_vec(
         wrappers: callables applied in order to each env (``WRAPPER_FACTORY`` values).
         vec_kwargs: per-env constructor kwargs, one dict per env.
         async_mode: GEM's switch for the thread backend (same as ``backend="thread"``).
-        seed: env ``i`` is seeded with ``seed + i`` unless its ``vec_kwargs`` give a seed.
+        seed: env ``i`` is made with ``gem.make(id, seed=seed + i)`` (its factory's ``seed``) unless its
+            ``vec_kwargs`` entry gives a ``seed``.
         num_envs: with a single id, how many copies (default 1).
         backend: ``"sync"`` or ``"thread"`` (see ``VECTOR_BACKENDS`` for what is installed).
         autoreset_mode: ``"same_step"`` (default, as GEM) or ``"next_step"`` (as Gymnasium).
@@ -69,12 +71,11 @@ def make_vec(
     name = _BACKEND_ALIASES.get(name, name)
     if name not in VECTOR_BACKENDS:
         raise ValueError(f"Unknown vector backend {backend!r}; choose one of: {', '.join(VECTOR_BACKENDS)}.")
-    from gem.vector.env_factory import EnvFactory  # picklable; every backend reads its fields
-
     env_fns = []
     for i, env_id in enumerate(env_ids):
-        env_kwargs = {"seed": seed + i, **(vec_kwargs[i] if vec_kwargs else {}), **kwargs}
-        env_fns.append(EnvFactory(env_id, env_kwargs, tuple(wrappers or ())))
+        env_kwargs = {**(vec_kwargs[i] if vec_kwargs else {}), **kwargs}
+        env_seed = env_kwargs.pop("seed", seed + i)  # a vec_kwargs entry may name its env's seed
+        env_fns.append(EnvFactory(env_id, env_kwargs, tuple(wrappers or ()), seed=env_seed))
     module_name, _, cls_name = VECTOR_BACKENDS[name].partition(":")
     vector_cls = getattr(importlib.import_module(module_name), cls_name)
     options = dict(backend_kwargs or {})

@@ -1,4 +1,4 @@
-"""The vector env of :class:`~gem.server.client.RemoteEnv` members: episodes run on env servers.
+"""The vector env of :class:`~gem.http.client.RemoteEnv` members: episodes run on env servers.
 
 ``make_vec(ids, backend="remote", url="http://host:8000")`` makes each env on that server
 (``gem serve``); ``vec_kwargs=[{"url": ...}, ...]`` puts env ``i`` on its own server, so a batch
@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 from gem.core import Env
 from gem.errors import UnsupportedVectorOperation
-from gem.server.protocol import URL_ENV_VAR
+from gem.http.protocol import URL_ENV_VAR
 from gem.vector.thread_vector_env import ThreadVectorEnv
 from gem.vector.env_factory import EnvFactory
 from gem.vector.vector_env import AutoresetMode
@@ -42,9 +42,10 @@ class RemoteEnvFactory(EnvFactory):
     client: dict[str, Any] = field(default_factory=dict)
 
     def make_env(self) -> Env:
-        from gem.server.client import RemoteEnv
+        from gem.http.client import RemoteEnv
 
-        return RemoteEnv(env_id=self.env_id, **self.client, **self.kwargs)
+        seed = {} if self.seed is None else {"seed": self.seed}  # the server's make takes it by name
+        return RemoteEnv(env_id=self.env_id, **self.client, **seed, **self.kwargs)
 
     @classmethod
     def from_factory(cls, factory: EnvFactory) -> "RemoteEnvFactory":
@@ -58,7 +59,7 @@ class RemoteEnvFactory(EnvFactory):
                 f"url='http://host:8000'), a 'url' in each vec_kwargs entry, or ${URL_ENV_VAR}. "
                 "Start a server with `gem serve`."
             )
-        return cls(factory.env_id, kwargs, factory.wrappers, client)
+        return cls(factory.env_id, kwargs, factory.wrappers, factory.seed, client)
 
 
 class RemoteVectorEnv(ThreadVectorEnv):

@@ -53,6 +53,20 @@ class HangEnv(CountEnv):
         HangEnv.closed += 1
 
 
+class ItemSetEnv(CountEnv):
+    """An env that needs its seed at construction (its constructor names ``seed``): the seed picks
+    its item set, as reasoning-gym's does; reset() then draws an item from the env's generator."""
+
+    def __init__(self, target: int = 2, seed: int = 1000) -> None:
+        super().__init__(target)
+        self.built_with = seed
+        self.items = [f"item-{seed}-{k}" for k in range(50)]
+
+    def reset(self, seed: Optional[int] = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+        obs, info = super().reset(seed)
+        return f"{obs} {self.items[self.rng.randrange(len(self.items))]}", info
+
+
 class Tagged(EnvWrapper):
     """A wrapper with a setting of its own (``tag``); other attributes are the inner env's."""
 
@@ -78,17 +92,37 @@ def test_make_vec_hands_every_backend_env_factories():
         fns = vec.env_fns
         assert all(isinstance(fn, EnvFactory) for fn in fns)
         assert [fn.env_id for fn in fns] == ["test:Count2-v0", "test:Count3-v0"]
-        assert [fn.kwargs for fn in fns] == [{"seed": 7}, {"seed": 8}] and fns[0].wrappers == (Tagged,)
+        assert [fn.seed for fn in fns] == [7, 8] and fns[0].wrappers == (Tagged,)
+        assert [fn.kwargs for fn in fns] == [{}, {}]  # the seed is a field, never a constructor kwarg
         copy = pickle.loads(pickle.dumps(fns[1]))
         assert copy == fns[1]
         env = copy()
         assert isinstance(env, Tagged) and env.unwrapped.target == 3
         assert env.reset()[0] == vec.envs[1].reset()[0]  # same seed, same first observation
-        assert fns[0].replace(kwargs={"seed": 1}).kwargs == {"seed": 1} and fns[0].kwargs == {"seed": 7}
+        assert fns[0].replace(seed=1).seed == 1 and fns[0].seed == 7
     finally:
         vec.close()
     with pytest.raises(ValueError, match="env id"):
         EnvFactory("")
+
+
+def test_env_factory_seed_is_a_named_field():
+    # a seed in kwargs (the old form) moves to the field; given twice, or not an integer, it is refused
+    old_form = EnvFactory("test:Count2-v0", {"seed": 4, "target": 5})
+    assert old_form.seed == 4 and old_form.kwargs == {"target": 5}
+    assert old_form == EnvFactory("test:Count2-v0", {"target": 5}, seed=4)
+    with pytest.raises(ValueError, match="seed twice"):
+        EnvFactory("test:Count2-v0", {"seed": 4}, seed=5)
+    with pytest.raises(ValueError, match="integer"):
+        EnvFactory("test:Count2-v0", seed="4")  # type: ignore[arg-type]
+    # the factory's seed is make's: the same seed, the same first observation; another seed, another
+    a, b = EnvFactory("test:Count2-v0", seed=11)(), EnvFactory("test:Count2-v0", seed=11)()
+    assert a.reset()[0] == b.reset()[0] == gem.make("test:Count2-v0", seed=11).reset()[0]
+    assert EnvFactory("test:Count2-v0", seed=12)().reset()[0] != a.reset()[0]
+    # a vec_kwargs entry may name its env's seed; the others get seed + i
+    vec = gem.make_vec(["test:Count2-v0"] * 3, vec_kwargs=[{}, {"seed": 40}, {}], seed=7)
+    with vec:
+        assert [fn.seed for fn in vec.env_fns] == [7, 40, 9]
 
 
 def test_remote_factory_takes_the_client_options_out(monkeypatch):
@@ -97,12 +131,59 @@ def test_remote_factory_takes_the_client_options_out(monkeypatch):
     plain = EnvFactory("test:Count2-v0", kwargs, (Tagged,))
     remote = RemoteEnvFactory.from_factory(plain)
     assert remote.client == {"url": "http://h:1", "token": "t"}
-    assert remote.kwargs == {"seed": 3, "target": 5} and remote.wrappers == (Tagged,)
+    assert remote.kwargs == {"target": 5} and remote.seed == 3 and remote.wrappers == (Tagged,)
     assert pickle.loads(pickle.dumps(remote)) == remote
     with pytest.raises(ValueError, match="url="):
         RemoteEnvFactory.from_factory(EnvFactory("test:Count2-v0"))
     monkeypatch.setenv("GEM_SERVER_URL", "http://env:2")
     assert RemoteEnvFactory.from_factory(EnvFactory("test:Count2-v0")).client == {"url": "http://env:2"}
+
+
+@pytest.mark.parametrize("backend", ATTR_BACKENDS)
+def test_the_seed_reaches_every_env_by_name_on_every_backend(backend):
+    registry.pop("test:ItemSet-v0", None)
+    gem.register("test:ItemSet-v0", ItemSetEnv, target=2)
+    try:
+        ids = ["test:ItemSet-v0", "test:Count2-v0"] * 2
+        expected = [gem.make(env_id, seed=7 + i).reset()[0] for i, env_id in enumerate(ids)]
+        assert expected[0].endswith(tuple(f"item-7-{k}" for k in range(50)))  # the constructor got 7
+        assert len(set(expected[::2])) == 2  # seeds 7 and 9: other item sets
+        with gem.make_vec(ids, seed=7, backend=backend) as vec:
+            observations = list(vec.reset()[0])
+            assert observations == expected  # reset() without a seed: make's seed decides
+            assert "item-7-" in observations[0] and "item-9-" in observations[2]  # built with 7 and 9
+        with gem.make_vec(ids, seed=7, backend=backend) as again:
+            assert list(again.reset()[0]) == expected
+        # the spec keeps its own kwargs: spawn() builds with the spec's seed, not make's
+        env = gem.make("test:ItemSet-v0", seed=7)
+        assert "seed" not in env.spec.kwargs and env.spawn().built_with == 1000
+    finally:
+        registry.pop("test:ItemSet-v0", None)
+
+
+def test_no_env_overrides_the_seeding_hook():
+    # make seeds the generators through Env itself; an env that needs its seed names it in its
+    # constructor instead of overriding a private method. Every registered class, and its bases:
+    import importlib
+
+    overriding, checked = set(), 0
+    for env_spec in list(registry.values()):
+        if not isinstance(env_spec.entry_point, str):
+            continue
+        module_name, _, attr = env_spec.entry_point.partition(":")
+        try:
+            cls = getattr(importlib.import_module(module_name), attr)
+        except ImportError:  # an env whose extra is not installed
+            continue
+        if not isinstance(cls, type):
+            continue
+        checked += 1
+        overriding.update(
+            f"{base.__module__}.{base.__qualname__}"
+            for base in cls.__mro__
+            if base is not Env and "_set_default_seed" in vars(base)
+        )
+    assert checked > 20 and overriding == set()
 
 
 # -------------------------------------------------------------- the hierarchy

@@ -51,8 +51,8 @@ import logging
 import os
 
 from gem.interop.openenv.server import create_openenv_app
-from gem.server.limits import ServerLimits, is_loopback, read_secret, scrub_environ, uvicorn_config
-from gem.server.protocol import TOKEN_ENV_VAR
+from gem.http.limits import ServerLimits, is_loopback, read_secret, scrub_environ, uvicorn_config
+from gem.http.protocol import TOKEN_ENV_VAR
 
 ENV_ID = {env_id!r}
 

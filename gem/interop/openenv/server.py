@@ -51,8 +51,8 @@ from gem.server.app import (
     per_client_sessions,
     receive_or_close,
 )
-from gem.server.limits import CLIENT_SCOPE_KEY, GuardMiddleware, ServerLimits
-from gem.server.protocol import (
+from gem.http.limits import CLIENT_SCOPE_KEY, GuardMiddleware, ServerLimits
+from gem.http.protocol import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_MAX_SESSIONS,
     DEFAULT_SESSION_GRACE,

@@ -219,7 +219,7 @@ HTTP_REQUEST_TIMEOUT = 600.0  # seconds one HTTP request (or event stream) may l
 def http_app(server: Any, host: str = "127.0.0.1", allow_origins: tuple[str, ...] = ()) -> Any:
     """The streamable-HTTP ASGI app (at ``/mcp``) behind GEM's guard: cross-origin browser requests
     refused, bodies capped before they are read, each request time-limited."""
-    from gem.server.limits import GuardMiddleware, ServerLimits
+    from gem.http.limits import GuardMiddleware, ServerLimits
 
     app = server.streamable_http_app(host=host, max_request_body_size=MAX_BODY_BYTES, max_sessions=MAX_HTTP_SESSIONS)
     limits = ServerLimits(max_body_bytes=MAX_BODY_BYTES, request_timeout=HTTP_REQUEST_TIMEOUT)
@@ -243,7 +243,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 0
     import uvicorn
 
-    from gem.server.limits import ServerLimits, uvicorn_config
+    from gem.http.limits import ServerLimits, uvicorn_config
 
     app = http_app(server, args.host, tuple(args.allow_origin))
     limits = ServerLimits(max_body_bytes=MAX_BODY_BYTES, request_timeout=HTTP_REQUEST_TIMEOUT)

@@ -117,7 +117,7 @@ def serve_app_in_thread(app: Any, host: str = "127.0.0.1", timeout: float = 30.0
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, 0))
     port = sock.getsockname()[1]
-    from gem.server.limits import uvicorn_config
+    from gem.http.limits import uvicorn_config
     from gem.services.search.service import server_limits
 
     server = uvicorn.Server(uvicorn_config(app, host, port, server_limits(), log_level="warning", lifespan="on"))

@@ -332,7 +332,7 @@ def create_app(
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse, Response
 
-    from gem.server.limits import GuardMiddleware, ServerLimits
+    from gem.http.limits import GuardMiddleware, ServerLimits
 
     if not 1 <= default_topk <= max_topk:
         raise ValueError(f"default topk must be from 1 to max_topk={max_topk}, got {default_topk}.")
@@ -450,7 +450,7 @@ def app_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def server_limits() -> Any:
     """The connection limits a search server runs with (slow clients cut, connections capped)."""
-    from gem.server.limits import ServerLimits
+    from gem.http.limits import ServerLimits
 
     return ServerLimits(max_body_bytes=MAX_BODY_BYTES)
 
@@ -459,7 +459,7 @@ def run_server(app: Any, host: str, port: int, log_level: str = "info") -> None:
     """Serve ``app`` with uvicorn until interrupted (slow clients are cut, connections capped)."""
     import uvicorn
 
-    from gem.server.limits import uvicorn_config
+    from gem.http.limits import uvicorn_config
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     uvicorn.Server(uvicorn_config(app, host, port, server_limits(), log_level=log_level)).run()
