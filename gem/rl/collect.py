@@ -193,8 +193,12 @@ def _env_kwargs(vec_env: Any, i: int) -> dict[str, Any] | None:
     """The kwargs env ``i`` of ``vec_env`` was made with (its :class:`gem.vector.EnvFactory`'s, or a
     pooled env's); ``None`` when the vector env does not say."""
     fns = getattr(vec_env, "env_fns", None)
-    kwargs = getattr(fns[i], "kwargs", None) if fns is not None and i < len(fns) else None
-    return dict(kwargs) if isinstance(kwargs, dict) else None
+    fn = fns[i] if fns is not None and i < len(fns) else None
+    kwargs = getattr(fn, "kwargs", None)
+    if not isinstance(kwargs, dict):
+        return None
+    seed = getattr(fn, "seed", None)  # the construction seed (EnvFactory.seed): make(id, seed=...) takes it
+    return {**kwargs, "seed": seed} if seed is not None else dict(kwargs)
 
 
 def _check_sample_seeds(policy: Any, sample_seeds: Sequence[int] | None, n: int) -> None:
