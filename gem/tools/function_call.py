@@ -21,6 +21,7 @@ entry a tool lists in :meth:`gem.tools.base_tool.BaseTool.openai_schemas`.
 from __future__ import annotations
 
 import json
+import reprlib
 from dataclasses import replace
 from typing import Any, NamedTuple, Optional
 
@@ -219,7 +220,7 @@ def _render(action: Any) -> tuple[str, Optional[str]]:
     try:
         text = json.dumps(action, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError) as exc:
-        return preview(repr(action)), f"the action is not JSON data ({type(exc).__name__}: {preview(str(exc), 120)})"
+        return reprlib.repr(action), f"the action is not JSON data ({type(exc).__name__}: {preview(str(exc), 120)})"
     if len(text) > MAX_CALL_CHARS * 4:
         return preview(text), f"the tool call is too long ({len(text)} characters of JSON, at most {MAX_CALL_CHARS * 4})"
     return text, None
