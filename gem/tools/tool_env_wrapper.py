@@ -56,7 +56,8 @@ parsing it back (:func:`gem.tools.function_call.read_structured_call`): a :class
 OpenAI-style ``{"tool_calls": [{"id": ..., "type": "function", "function": {"name": ...,
 "arguments": "{...}" or {...}}}]}`` (also the ``tool_calls`` list, one entry, or ``{"name": ...,
 "arguments": ...}``). It runs like the same call written as JSON text: the tool that declares the
-name runs it (with ``tool_call_id`` when it has an ``"id"``); only the first call of an action runs,
+name runs it (with ``tool_call_id`` when it has an ``"id"``; no tool searches it for its own tags,
+and a tool written for the original GEM gets the call's JSON text); only the first call of an action runs,
 and the observation says how many did not. A structured action that no tool can run (malformed: no
 call, an entry that is not an object, no name, arguments that are not a JSON object; or a call of
 a function no tool declares) is answered by the wrapper without stepping the inner env: the
@@ -269,14 +270,16 @@ class ToolEnvWrapper(EnvWrapper):
             self.turn_counter += 1
             capped = self.max_tool_uses is not None and self.tool_use_counter >= self.max_tool_uses
             structured = read_structured_call(action)  # an action given as data: no text to parse
-            if structured is not None:
+            tools = self.tools
+            if structured is not None:  # routed by name only: no tool searches its text for tags
                 call, action = structured.call, structured.call.text
+                tools = [tool for tool in self.tools if self._accepts(tool, call)]
             else:
                 call = read_function_call(action)  # the one parse of the action's function call
             if not capped:
                 if structured is not None and call.error is not None:
                     return self._invalid_structured(call)
-                for tool in self.tools:
+                for tool in tools:
                     result, failure = self._execute(tool, action, call)
                     if result is not None:
                         if verbose:
@@ -291,7 +294,7 @@ class ToolEnvWrapper(EnvWrapper):
                     return self._invalid_structured(call)
                 if call is not None and self._answers_unclaimed(call):
                     return self._unclaimed(action, call)
-            elif self.truncate_on_tool_limit and any(self._holds_call(tool, action, call) for tool in self.tools):
+            elif self.truncate_on_tool_limit and any(self._holds_call(tool, action, call) for tool in tools):
                 info = {**self._counters(), "use_tool": False, "tool_bonus": 0.0, "tool_limit_reached": True}
                 return self._result(TOOL_LIMIT_TRUNCATED, 0.0, False, True, info)
             return self._step_env(action)
@@ -323,6 +326,15 @@ class ToolEnvWrapper(EnvWrapper):
         text = f"{self._unclaimed_text(call)}\n"
         reward = float(getattr(self.env, "format_error_reward", FORMAT_ERROR_REWARD))
         return self._tool_result(UNKNOWN_TOOL_TYPE, ToolResult(text, True, call), reward=reward)
+
+    @staticmethod
+    def _accepts(tool: BaseTool, call: ToolCall) -> bool:
+        """Whether ``tool`` takes ``call`` by its name (a tool whose check fails takes nothing)."""
+        try:
+            return bool(tool.accepts(call))
+        except Exception:  # noqa: BLE001 -- a tool whose schemas fail has named nothing
+            logger.debug("%s.accepts() failed", type(tool).__name__, exc_info=True)
+            return False
 
     def _tool_schemas(self, info: dict[str, Any]) -> list[dict[str, Any]]:
         """The inner env's ``info["tools"]`` and every tool's OpenAI schemas, each name once."""

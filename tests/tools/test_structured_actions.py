@@ -94,6 +94,16 @@ def test_a_tool_written_for_the_original_gem_gets_the_call_as_text():
     assert obs == "echo: hi (call 1)" and info["tool_type"] == "echo" and info["tool_call_id"] == "c9"
 
 
+def test_a_structured_call_is_routed_by_name_only():
+    # a tag inside the arguments is not a call: as text, the echo tool would have run it
+    action = {"name": "calculator", "arguments": {"x": "<echo>hi</echo>"}}
+    assert wrapped().step(json.dumps(action))[0] == "echo: hi (call 1)"
+    obs, reward, _, _, info = wrapped().step(action)
+    assert "unknown tool 'calculator'" in obs and info["tool_type"] == UNKNOWN_TOOL_TYPE and reward == pytest.approx(-0.1)
+    obs, *_ = wrapped().step(ToolCall("calculator", {}, "<add>1 2</add>", "<add>1 2</add>", source="tag"))
+    assert "unknown tool 'calculator'" in obs
+
+
 def test_only_the_first_call_runs_and_the_observation_says_so():
     env = wrapped()
     action = {"tool_calls": [entry("add", ADD, "c1"), entry("echo", {"text": "x"}, "c2"), entry("add", ADD, "c3")]}

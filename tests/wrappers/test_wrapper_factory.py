@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import subprocess
 import sys
 from functools import partial
@@ -187,6 +188,7 @@ def test_tool_presets_are_generated_from_the_tools_table():
         assert entry.func is ToolEnvWrapper and set(entry.keywords) == {"tools", "tool_reward", "tool_success_reward", "max_tool_uses"}
         assert (entry.keywords["tool_reward"], entry.keywords["tool_success_reward"], entry.keywords["max_tool_uses"]) == (
             row.tool_reward, row.tool_success_reward, 5)
+        assert pickle.loads(pickle.dumps(entry)).keywords["tool_reward"] == row.tool_reward  # process vectors send presets
     assert TOOLS["search_tool"].kwargs == {"topk": 3, "timeout": 5} and TOOLS["search_tool"].tool_reward == 0.3
     assert TOOLS["python_tool_no_int_reward_last_line_error"].kwargs["keep_error_last_line"] is True
 
