@@ -14,10 +14,13 @@ Tool calling (``tool_calling``):
   sent in this mode: a ``tool`` message must answer a ``tool_call_id``, and a text call has none.
 * ``"native"``: the request carries ``tools=`` (the OpenAI function schemas in ``info["tools"]``,
   which :class:`gem.tools.tool_env_wrapper.ToolEnvWrapper` and the tool-using envs provide). When
-  the reply has ``tool_calls``, the first call becomes the action as JSON (``{"id": ..., "type":
-  "function", "function": {"name": ..., "arguments": "..."}}``, which the tools accept), the
-  assistant message carries that call, and the next observation goes back as a ``tool`` message
-  with its ``tool_call_id``. A reply without ``tool_calls`` is the final answer text.
+  the reply has ``tool_calls``, each call is one action, as JSON (``{"id": ..., "type":
+  "function", "function": {"name": ..., "arguments": "..."}}``, which the tools accept): the first
+  is returned now and the others are queued, and the next ``act`` calls return them in order
+  without asking the server. The assistant message carries all the reply's calls, and each
+  observation goes back as a ``tool`` message with the ``tool_call_id`` of the call it answers;
+  the server is asked again once every call has its answer. ``reset`` empties the queue. A reply
+  without ``tool_calls`` is the final answer text.
 
 ``tool_role`` is kept from earlier versions: ``"tool"`` (default) means a tool's output is a
 ``tool`` message exactly when it answers a native call's id (so, only in native mode), a ``user``
@@ -185,6 +188,7 @@ class OpenAIAgent(Agent):
         self.tool_calling = tool_calling
         self.tools: list[dict[str, Any]] = []  # OpenAI function schemas offered in native mode
         self._open_call: Optional[str] = None  # id of the native call the next observation answers
+        self._queued: list[dict[str, Any]] = []  # native calls of the last reply still to be acted
         self._client = client
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._pending: Optional[str] = None
@@ -198,6 +202,7 @@ class OpenAIAgent(Agent):
         self.calls = []
         self.tools = []
         self._open_call = None
+        self._queued = []
         self._update_tools(info)
         self._pending = user_content(observation, info)
 
@@ -308,9 +313,17 @@ class OpenAIAgent(Agent):
             record.update(await self._tokens.fields(response, text))
         return text, record
 
+    @property
+    def queued_calls(self) -> list[dict[str, Any]]:
+        """The native calls of the last reply that later ``act`` calls will return (a copy)."""
+        return [dict(call) for call in self._queued]
+
     async def aact(self, observation: str, info: Optional[dict[str, Any]] = None) -> str:
-        """The model's reply to ``observation`` (appended to the history with the reply)."""
+        """The model's reply to ``observation`` (appended to the history with the reply), or the
+        next native call queued from the last reply (then the server is not asked)."""
         self._prepare(observation, info)
+        if self._queued:
+            return self._act_call(self._queued.pop(0))
         native = self.tool_calling == "native"
         text, record = await self.complete(list(self.messages), self.tools if native else None)
         calls = record.get("tool_calls") if native else None
@@ -318,10 +331,17 @@ class OpenAIAgent(Agent):
         if not calls:
             self.messages.append({"role": "assistant", "content": text})
             return text
-        call = calls[0]  # one action per step: the first call runs, and is the one the history keeps
-        if not call.get("id"):
-            call["id"] = f"call_{len(self.calls)}"
-        self.messages.append({"role": "assistant", "content": text, "tool_calls": [call]})
+        seen: set[str] = set()
+        for k, call in enumerate(calls):  # every call needs its own id for its tool message
+            if not call.get("id") or call["id"] in seen:
+                call["id"] = f"call_{len(self.calls)}" + (f"_{k}" if k else "")
+            seen.add(call["id"])
+        self.messages.append({"role": "assistant", "content": text, "tool_calls": calls})
+        self._queued = list(calls[1:])  # one action per step: the others follow, in order
+        return self._act_call(calls[0])
+
+    def _act_call(self, call: dict[str, Any]) -> str:
+        """``call`` as the action (JSON text); the next observation answers its id."""
         self._open_call = call["id"]
         return json.dumps(call, ensure_ascii=False)
 

@@ -12,17 +12,22 @@ Every tool accepts a call in two written forms besides its own tags:
 
 :func:`read_function_call` reads either form once into a :class:`gem.tools.types.ToolCall` (what
 ``ToolEnvWrapper`` routes by name); both read the JSON with
-:func:`gem.utils.parsing.function_call_from_json`, the one parser of function calls. :func:`function_schema` builds the ``{"type": "function", "function": {...}}``
+:func:`gem.utils.parsing.function_call_from_json`, the one parser of function calls.
+:func:`read_structured_call` reads an action that is already data (a ``ToolCall``, or an OpenAI
+``tool_calls`` dict or list) the same way, without writing it as text and parsing it back. :func:`function_schema` builds the ``{"type": "function", "function": {...}}``
 entry a tool lists in :meth:`gem.tools.base_tool.BaseTool.openai_schemas`.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+import reprlib
+from dataclasses import replace
+from typing import Any, NamedTuple, Optional
 
 from gem.tools.types import ToolCall
 from gem.utils.parsing import function_call_from_json
+from gem.utils.text import preview
 
 MAX_CALL_CHARS = 1_000_000
 OPEN_TAG, CLOSE_TAG = "<tool_call>", "</tool_call>"
@@ -200,3 +205,103 @@ def read_function_call(action: Any) -> Optional[ToolCall]:
         return None
     _found, name, arguments, parsed_action, error = parse_tool_call(action)
     return ToolCall(name or "", arguments or {}, parsed_action[start:], parsed_action, None, "tool_call", error or None)
+
+
+class StructuredCall(NamedTuple):
+    """What :func:`read_structured_call` read: the first call, and how many calls the action held."""
+
+    call: ToolCall
+    count: int
+
+
+def _render(action: Any) -> tuple[str, Optional[str]]:
+    """``action`` (data) as compact JSON text, for the record and the inner env; with the reason
+    it is not JSON data (the text is then a short ``repr``)."""
+    try:
+        text = json.dumps(action, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return reprlib.repr(action), f"the action is not JSON data ({type(exc).__name__}: {preview(str(exc), 120)})"
+    if len(text) > MAX_CALL_CHARS * 4:
+        return preview(text), f"the tool call is too long ({len(text)} characters of JSON, at most {MAX_CALL_CHARS * 4})"
+    return text, None
+
+
+def _structured_arguments(function: dict[str, Any]) -> tuple[dict[str, Any], Optional[str]]:
+    """The arguments of one ``function`` object (a dict, or its JSON text), or why they cannot be read."""
+    raw = next((function[k] for k in ("arguments", "parameters", "kwargs") if k in function), None)
+    if raw is None:
+        return {}, None
+    if isinstance(raw, str):
+        if not raw.strip():
+            return {}, None
+        if len(raw) > MAX_CALL_CHARS:
+            return {}, f"the arguments are too long ({len(raw)} characters, at most {MAX_CALL_CHARS})"
+        try:
+            raw = json.loads(raw)
+        except (ValueError, RecursionError):
+            return {}, "the arguments are not valid JSON"
+    if not isinstance(raw, dict):
+        return {}, f"the arguments must be a JSON object, got {type(raw).__name__}"
+    return raw, None
+
+
+def _given_call(call: ToolCall) -> ToolCall:
+    """A ``ToolCall`` passed as the action: as given, with its text written when it has none."""
+    if not isinstance(call.name, str):
+        return replace(call, name="", error=call.error or "the tool name must be a non-empty string")
+    if call.text:
+        return call if call.parsed_action else replace(call, parsed_action=call.text)
+    body: dict[str, Any] = {"name": call.name, "arguments": call.arguments}
+    if call.id is not None:
+        body = {"id": call.id, **body}
+    text, why = _render(body)
+    return replace(call, text=text, parsed_action=call.parsed_action or text, error=call.error or why)
+
+
+def read_structured_call(action: Any) -> Optional[StructuredCall]:
+    """The call an action given as data holds, read without a JSON round trip; ``None`` for text
+    (and any other type), which :func:`read_function_call` reads.
+
+    Accepted: a :class:`ToolCall` (used as given; its ``text`` is written as JSON when empty), and an
+    OpenAI-style call as a dict or list: ``{"tool_calls": [{"id": ..., "type": "function",
+    "function": {"name": ..., "arguments": "{...}" or {...}}}]}``, the ``tool_calls`` list itself,
+    one entry, or ``{"name": ..., "arguments": ...}``. The first call is read (``source="native"``,
+    with its ``id``) and ``count`` says how many the action held. The call's ``text`` is the action as
+    compact JSON (what the inner env gets when it judges the action). An action that cannot be read
+    (no calls, an entry that is not an object, a ``type`` other than ``"function"``, no name,
+    arguments that are not a JSON object or not valid JSON text, values that are not JSON data)
+    gives a call whose ``error`` says why; this never raises.
+    """
+    if isinstance(action, ToolCall):
+        return StructuredCall(_given_call(action), 1)
+    if not isinstance(action, (dict, list)):
+        return None
+    text, why = _render(action)
+    if isinstance(action, dict) and "tool_calls" in action:
+        entries: Any = action["tool_calls"]
+    else:
+        entries = action if isinstance(action, list) else [action]
+    count = len(entries) if isinstance(entries, list) else 0
+
+    def bad(reason: str, name: str = "", call_id: Optional[str] = None) -> StructuredCall:
+        return StructuredCall(ToolCall(name, {}, text, text, call_id, "native", reason), count)
+
+    if why is not None:
+        return bad(why)
+    if not isinstance(entries, list) or not entries:
+        return bad('"tool_calls" must be a non-empty list of function calls')
+    entry = entries[0]
+    if not isinstance(entry, dict):
+        return bad('a tool call must be an object: {"id": ..., "type": "function", "function": {"name": ..., "arguments": ...}}')
+    call_id = _entry_id(entry)
+    kind = entry.get("type", "function")
+    if kind != "function":
+        return bad(f"only function calls can run, got a call of type {preview(str(kind), 40)!r}", call_id=call_id)
+    function = entry["function"] if isinstance(entry.get("function"), dict) else entry
+    name = function.get("name")
+    if not isinstance(name, str) or not name.strip():
+        return bad("the tool name must be a non-empty string", call_id=call_id)
+    arguments, why = _structured_arguments(function)
+    if why is not None:
+        return bad(why, name, call_id)
+    return StructuredCall(ToolCall(name, arguments, text, text, call_id, "native"), count)

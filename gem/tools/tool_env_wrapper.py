@@ -51,6 +51,23 @@ Native function calling: ``info["tools"]`` (in ``reset`` and every ``step``) lis
 (``{"name": "python", "arguments": {"code": "..."}}``, what :class:`gem.agents.OpenAIAgent` sends
 for a ``tool_calls`` reply) runs that tool like its written form.
 
+Structured actions: ``step`` also takes a call given as data, read without writing it as text and
+parsing it back (:func:`gem.tools.function_call.read_structured_call`): a :class:`ToolCall`, or an
+OpenAI-style ``{"tool_calls": [{"id": ..., "type": "function", "function": {"name": ...,
+"arguments": "{...}" or {...}}}]}`` (also the ``tool_calls`` list, one entry, or ``{"name": ...,
+"arguments": ...}``). It runs like the same call written as JSON text: the tool that declares the
+name runs it (with ``tool_call_id`` when it has an ``"id"``; no tool searches it for its own tags,
+and a tool written for the original GEM gets the call's JSON text); only the first call of an action runs,
+and the observation says how many did not. A structured action that no tool can run (malformed: no
+call, an entry that is not an object, no name, arguments that are not a JSON object; or a call of
+a function no tool declares) is answered by the wrapper without stepping the inner env: the
+observation says what was wrong and lists the tools, the reward is the env's
+``format_error_reward`` (``gem.utils.constants.FORMAT_ERROR_REWARD``, -0.1, unless the env sets
+another), and it counts as a failed call of tool ``"unknown"`` towards ``max_tool_uses``. When the
+inner env declares functions of its own (its ``info["tools"]``), a well-formed call that no tool
+takes goes to the env as its JSON text (``ToolCall.text``), as it would as text. After the tool-use
+cap, structured actions go to the env as their JSON text too.
+
 A tool whose machinery fails (its sandbox, its search or MCP server; not the agent's code) is
 reported with :func:`gem.errors.report_infra_failure` as ``info["infra_error"]`` with component
 ``"tool:<tool_type>"``; so is a tool that raises. The agent sees an error observation either way.
@@ -76,8 +93,9 @@ from typing import Any, Callable, Optional, Sequence, Union
 from gem.core import Env, EnvWrapper, StepResult
 from gem.errors import GemError, report_infra_failure
 from gem.tools.base_tool import BaseTool, speaks_calls
-from gem.tools.function_call import read_function_call
+from gem.tools.function_call import read_function_call, read_structured_call
 from gem.tools.types import ToolCall, ToolResult
+from gem.utils.constants import FORMAT_ERROR_REWARD
 from gem.utils.text import preview
 
 logger = logging.getLogger(__name__)
@@ -146,6 +164,13 @@ def _fork(tool: BaseTool) -> BaseTool:
     if not isinstance(new, BaseTool):
         raise TypeError(f"{type(tool).__name__}.fork() returned {type(new).__name__}, not a BaseTool.")
     return new
+
+
+def _more_calls_note(more: int) -> str:
+    """What the observation says when a structured action held calls after the one that ran."""
+    if more <= 0:
+        return ""
+    return f"({more} more tool call{'s' if more > 1 else ''} in this action did not run: one call runs per step.)"
 
 
 def _check_limit(name: str, value: Optional[int]) -> None:
@@ -235,7 +260,9 @@ class ToolEnvWrapper(EnvWrapper):
     def step(self, action: str, verbose: bool = False) -> StepResult:
         """Run the first tool call found in ``action``, or step the inner env with it.
 
-        ``verbose=True`` logs (at INFO, on this module's logger) which tool ran.
+        ``action`` is text, or a call given as data: a :class:`ToolCall` or an OpenAI-style
+        ``tool_calls`` dict or list (see the module doc). ``verbose=True`` logs (at INFO, on this
+        module's logger) which tool ran.
         """
         with self._lock:  # the episode check and the step together
             return Env.step(self, action, verbose=verbose)  # the step contract, then _step
@@ -244,21 +271,32 @@ class ToolEnvWrapper(EnvWrapper):
         with self._lock:  # reentrant: step holds it already
             self.turn_counter += 1
             capped = self.max_tool_uses is not None and self.tool_use_counter >= self.max_tool_uses
-            call = read_function_call(action)  # the one parse of the action's function call
+            structured = read_structured_call(action)  # an action given as data: no text to parse
+            tools = self.tools
+            if structured is not None:  # routed by name only: no tool searches its text for tags
+                call, action = structured.call, structured.call.text
+                tools = [tool for tool in self.tools if self._accepts(tool, call)]
+            else:
+                call = read_function_call(action)  # the one parse of the action's function call
             if not capped:
-                for tool in self.tools:
+                if structured is not None and call.error is not None:
+                    return self._invalid_structured(call)
+                for tool in tools:
                     result, failure = self._execute(tool, action, call)
                     if result is not None:
                         if verbose:
                             logger.info("Tool %s ran (%s); tool uses this episode: %d", tool.tool_type,
                                         "error" if result.error else "ok", self.tool_use_counter + 1)
-                        step = self._tool_result(tool.tool_type, result)
+                        note = _more_calls_note(structured.count - 1) if structured is not None else ""
+                        step = self._tool_result(tool.tool_type, result, note=note)
                         if failure is not None:
                             report_infra_failure(step[4], f"tool:{tool.tool_type}", failure)
                         return step
+                if structured is not None and not getattr(self, "_env_functions", False):
+                    return self._invalid_structured(call)
                 if call is not None and self._answers_unclaimed(call):
                     return self._unclaimed(action, call)
-            elif self.truncate_on_tool_limit and any(self._holds_call(tool, action, call) for tool in self.tools):
+            elif self.truncate_on_tool_limit and any(self._holds_call(tool, action, call) for tool in tools):
                 info = {**self._counters(), "use_tool": False, "tool_bonus": 0.0, "tool_limit_reached": True}
                 return self._result(TOOL_LIMIT_TRUNCATED, 0.0, False, True, info)
             return self._step_env(action)
@@ -283,6 +321,22 @@ class ToolEnvWrapper(EnvWrapper):
         and the observation says what was wrong."""
         text = self._unclaimed_text(call)
         return self._step_env(action, text, ToolResult(text, True, call).record(UNKNOWN_TOOL_TYPE))
+
+    def _invalid_structured(self, call: ToolCall) -> StepResult:
+        """A structured action that no tool can run (malformed, or naming no tool's function): the
+        wrapper answers it as a failed tool call with the env's ``format_error_reward``."""
+        text = f"{self._unclaimed_text(call)}\n"
+        reward = float(getattr(self.env, "format_error_reward", FORMAT_ERROR_REWARD))
+        return self._tool_result(UNKNOWN_TOOL_TYPE, ToolResult(text, True, call), reward=reward)
+
+    @staticmethod
+    def _accepts(tool: BaseTool, call: ToolCall) -> bool:
+        """Whether ``tool`` takes ``call`` by its name (a tool whose check fails takes nothing)."""
+        try:
+            return bool(tool.accepts(call))
+        except Exception:  # noqa: BLE001 -- a tool whose schemas fail has named nothing
+            logger.debug("%s.accepts() failed", type(tool).__name__, exc_info=True)
+            return False
 
     def _tool_schemas(self, info: dict[str, Any]) -> list[dict[str, Any]]:
         """The inner env's ``info["tools"]`` and every tool's OpenAI schemas, each name once."""
@@ -341,7 +395,9 @@ class ToolEnvWrapper(EnvWrapper):
         return bool(names) and call.name not in names
 
     def _unclaimed_text(self, call: ToolCall) -> str:
-        available = ", ".join(sorted(self._declared_names()))
+        available = ", ".join(sorted(self._declared_names())) or "none (the tools here are called only in their own tags)"
+        if call.name and call.error and call.name in self._declared_names():
+            return f"Invalid {preview(call.name, 80)} call: {call.error}. Available tools: {available}."
         if call.name:
             return f"Error: unknown tool {preview(call.name, 80)!r}; available tools: {available}."
         return f"Invalid tool call: {call.error or 'it names no tool'}. Available tools: {available}."
@@ -361,19 +417,22 @@ class ToolEnvWrapper(EnvWrapper):
             return bool(result[-1])  # GEM's parsers end with is_valid
         return bool(result)
 
-    def _tool_result(self, tool_type: str, result: ToolResult) -> StepResult:
+    def _tool_result(self, tool_type: str, result: ToolResult, note: str = "", reward: Optional[float] = None) -> StepResult:
+        """A tool call's step; ``reward`` (the answer to an invalid structured call) replaces the
+        tool rules' reward, and ``note`` follows the tool's output."""
         self.tool_use_counter += 1
         self.tool_use_counts[tool_type] = self.tool_use_counts.get(tool_type, 0) + 1
-        reward = self.tool_reward
+        ruled = self.tool_reward
         if result.error:
             self.tool_error_counter += 1
-            reward += self.tool_execute_error_reward
+            ruled += self.tool_execute_error_reward
         else:
             self.tool_success_counter += 1
-            reward += self.tool_success_reward
+            ruled += self.tool_success_reward
         if result.reward is not None:
-            reward += float(result.reward)
-        observation = result.observation
+            ruled += float(result.reward)
+        reward = ruled if reward is None else reward
+        observation = f"{result.observation.rstrip(chr(10))}\n\n{note}\n" if note else result.observation
         if self.max_tool_uses is not None and self.tool_use_counter == self.max_tool_uses:
             observation += TOOL_LIMIT_NOTICE
         truncated = self._turns_exhausted()

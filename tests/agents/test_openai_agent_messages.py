@@ -81,18 +81,64 @@ def test_native_mode_maps_tool_calls_and_answers_them_by_id():
     assert all("tools" in r for r in client.requests)
 
 
-def test_native_mode_keeps_the_one_call_it_runs_and_answers_even_a_call_the_env_judged():
+def test_native_mode_queues_the_other_calls_of_a_reply_and_answers_each_by_id():
     calls = [echo_call("a", "c1"), echo_call("b", "c2")]
-    unknown = {"id": "c3", "type": "function", "function": {"name": "nope", "arguments": "{}"}}
-    client = FakeClient(scripted({"content": "thinking", "tool_calls": calls}, {"content": "", "tool_calls": [unknown]}))
+    client = FakeClient(scripted({"content": "thinking", "tool_calls": calls}, PLUS, PLUS, PLUS))
     agent, steps = run(ToolEnvWrapper(InstructedCountEnv(), tools=[EchoTool]), client, tool_calling="native")
-    assert steps[0][0] == "echo: a (call 1)"
-    assert [c["id"] for c in client.requests[1]["messages"][2]["tool_calls"]] == ["c1"]
+    # both calls ran, one per step, from one request; then the server was asked again
+    assert [s[0] for s in steps[:2]] == ["echo: a (call 1)", "echo: b (call 2)"]
+    assert [s[4]["tool_call_id"] for s in steps[:2]] == ["c1", "c2"]
+    assert steps[-1][1] == 1.0 and len(steps) == 5 and len(client.requests) == 4
+    second = client.requests[1]["messages"]
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "tool", "tool"]
+    assert [c["id"] for c in second[2]["tool_calls"]] == ["c1", "c2"] and second[2]["content"] == "thinking"
+    assert [(m["tool_call_id"], m["content"]) for m in second[3:]] == [("c1", "echo: a (call 1)"), ("c2", "echo: b (call 2)")]
+    assert len(agent.calls) == 4  # one record per request, none for a queued call
+
+
+def test_native_mode_answers_even_a_queued_call_the_env_judged():
+    unknown = {"id": "c3", "type": "function", "function": {"name": "nope", "arguments": "{}"}}
+    client = FakeClient(scripted({"content": "", "tool_calls": [echo_call("a", "c1"), unknown]}))
+    agent, steps = run(ToolEnvWrapper(InstructedCountEnv(), tools=[EchoTool]), client, tool_calling="native")
+    assert steps[0][0] == "echo: a (call 1)" and len(client.requests) == 1
     # the unknown function went to the env, which ended the episode with a format error
     assert steps[1][2] and steps[1][1] == CountEnv().format_error_reward
     agent.observe(steps[1][0], steps[1][4])
-    assert agent.messages[-1]["role"] == "tool" and agent.messages[-1]["tool_call_id"] == "c3"
+    assert [(m["role"], m.get("tool_call_id")) for m in agent.messages[-2:]] == [("tool", "c1"), ("tool", "c3")]
     validate_request({"messages": agent.messages})
+
+
+def test_native_mode_gives_queued_calls_their_own_ids_and_reset_clears_the_queue():
+    nameless = [{**echo_call("a", ""), "id": ""}, {**echo_call("b", ""), "id": ""}, {**echo_call("c", ""), "id": ""}]
+    client = FakeClient(scripted({"content": "", "tool_calls": nameless}, PLUS))
+    agent = OpenAIAgent("m", client=client, tool_calling="native")
+    env = ToolEnvWrapper(InstructedCountEnv(), tools=[EchoTool])
+    obs, info = env.reset(seed=0)
+    agent.reset(obs, info)
+    first = json.loads(asyncio.run(agent.aact(obs, info)))
+    assert first["id"] == "call_1" and first["function"]["name"] == "echo"
+    assert [c["id"] for c in agent.queued_calls] == ["call_1_1", "call_1_2"]
+    obs, _, _, _, info = env.step(json.dumps(first))
+    second = json.loads(asyncio.run(agent.aact(obs, info)))
+    assert second["id"] == "call_1_1" and len(client.requests) == 1
+    obs, info = env.reset(seed=1)
+    agent.reset(obs, info)
+    assert agent.queued_calls == []
+    assert asyncio.run(agent.aact(obs, info)) == PLUS and len(client.requests) == 2
+    validate_request(client.requests[-1])
+
+
+def test_sync_act_returns_queued_calls_without_a_request():
+    client = FakeClient(scripted({"content": "", "tool_calls": [echo_call("a", "c1"), echo_call("b", "c2")]}))
+    agent = OpenAIAgent("m", tool_calling="native")
+    agent._get_client = lambda: client  # act() makes its own event loop, and so its own client
+    try:
+        agent.reset("start", {})
+        assert json.loads(agent.act("start"))["id"] == "c1"
+        assert json.loads(agent.act("echo: a"))["id"] == "c2" and len(client.requests) == 1
+        assert agent.messages[-1] == {"role": "tool", "tool_call_id": "c1", "content": "echo: a"}
+    finally:
+        agent.close()
 
 
 def test_native_mode_without_tools_sends_no_tools_field():
