@@ -257,7 +257,7 @@ class ToolEnvWrapper(EnvWrapper):
             info["prev_ep_tool_success_counter"] = self.prev_ep_tool_success_counter
             return f"{obs}\n{instructions}", info
 
-    def step(self, action: str, verbose: bool = False) -> StepResult:
+    def step(self, action: str | ToolCall | dict[str, Any] | list[Any], verbose: bool = False) -> StepResult:
         """Run the first tool call found in ``action``, or step the inner env with it.
 
         ``action`` is text, or a call given as data: a :class:`ToolCall` or an OpenAI-style
@@ -267,7 +267,7 @@ class ToolEnvWrapper(EnvWrapper):
         with self._lock:  # the episode check and the step together
             return Env.step(self, action, verbose=verbose)  # the step contract, then _step
 
-    def _step(self, action: str, verbose: bool = False) -> StepResult:
+    def _step(self, action: str | ToolCall | dict[str, Any] | list[Any], verbose: bool = False) -> StepResult:
         with self._lock:  # reentrant: step holds it already
             self.turn_counter += 1
             capped = self.max_tool_uses is not None and self.tool_use_counter >= self.max_tool_uses
