@@ -60,7 +60,6 @@ LAYERS: tuple[tuple[str, str], ...] = (
 # Path prefix (relative to the repository) -> layer; the longest prefix that matches a file wins.
 LAYER_OF: dict[str, str] = {
     "gem/__init__.py": "api",
-    "gem/__about__.py": "base",
     "gem/version.py": "base",
     "gem/errors.py": "base",
     "gem/utils/": "base",
@@ -68,40 +67,28 @@ LAYER_OF: dict[str, str] = {
     "gem/params.py": "core",  # each env's parameter declaration (Param, check_params)
     "gem/envs/registration.py": "registration",
     "gem/data/": "data",
-    # The sandbox and the graders live in gem/sandbox/ and gem/grading/; their former paths in
-    # gem/utils and gem/tools are thin aliases in the same layers.
+    # Former module paths have no files: gem/compat/aliases.py maps them to their new homes.
     "gem/sandbox/": "sandbox",
-    "gem/utils/sandbox.py": "sandbox",  # the original path of gem.sandbox (with gem.compat.sandbox)
-    "gem/utils/_sandbox_zygote.py": "sandbox",  # an alias of gem.sandbox._zygote
-    "gem/tools/_shell_runtime.py": "sandbox",  # an alias of gem.sandbox._shell_runtime
-    "gem/compat/sandbox.py": "sandbox",  # the original run_python tuple form, subprocess_run
-    "gem/utils/math_": "grading",
-    "gem/utils/_math_grader_worker.py": "grading",
-    "gem/utils/qa_em.py": "grading",
-    "gem/grading/": "grading",  # the graders' home; the gem/utils rows above are their former paths
+    "gem/compat/sandbox.py": "sandbox",  # gem.utils.sandbox: the original run_python tuple form, subprocess_run
+    "gem/grading/": "grading",
     "gem/tools/": "tools",
     "gem/server/protocol.py": "http",
     "gem/server/limits.py": "http",
     "gem/server/client.py": "http",
-    "gem/tools/search_engine/": "services",
-    "gem/tools/mcp_server/": "services",
     "gem/services/": "services",
     "gem/compat/": "base",  # the original GEM's names and tables (kwargs, grader names)
     "gem/compat/step_guard.py": "core",  # Env's step wrapper for envs written the original's way
-    "gem/compat/multiagent.py": "envs",  # the original multi-agent subclass contract
-    "gem/compat/math_grader.py": "grading",  # the original grader names
-    "gem/compat/fifteen_puzzle.py": "envs",  # the original FifteenPuzzle names (a mixin of the env)
+    "gem/compat/multiagent/": "envs",  # the original's MultiAgentEnv (gem.multiagent)
+    "gem/compat/math_grader.py": "grading",  # gem.utils.math_grader: the original grader names
+    "gem/compat/fifteen_puzzle.py": "envs",  # the original FifteenPuzzle names (added by a class decorator)
     "gem/compat/math_env.py": "grading",  # the original MathEnv names (verify_fn, check_correct)
     "gem/compat/qa_env.py": "grading",  # the original QaEnv.check_correct
     "gem/envs/": "envs",
-    "gem/multiagent/": "envs",
     "gem/wrappers/": "wrappers",
     "gem/vector/": "vector",
     "gem/rollout.py": "rollout",
     "gem/agents/": "agents",
     "gem/checks/": "checks",
-    "gem/utils/env_checker.py": "checks",  # the original path of gem.checks.env_checker
-    "gem/envs/multiagent/checker.py": "checks",  # the original path of gem.checks.multiagent_checker
     "gem/records/versions.py": "registration",  # env versions: the registry's make(version=...) uses them
     "gem/records/__init__.py": "registration",  # imports nothing
     "gem/records/schema.py": "base",  # the trajectory JSON Schema and its checker
@@ -506,10 +493,10 @@ def test_the_checker_finds_a_longer_cycle_and_an_unmapped_file(tmp_path: Path) -
 
 
 def test_the_longest_prefix_wins() -> None:
-    assert layer_of("gem/utils/sandbox.py") == "sandbox"
+    assert layer_of("gem/compat/sandbox.py") == "sandbox"
     assert layer_of("gem/sandbox/_zygote.py") == "sandbox"
     assert layer_of("gem/utils/seeding.py") == "base"
-    assert layer_of("gem/tools/search_engine/service.py") == "services"
+    assert layer_of("gem/services/search/service.py") == "services"
     assert layer_of("gem/server/cli.py") == "cli"
     assert layer_of("elsewhere/x.py") is None
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from gem.compat.math_env import math_env_compat
 from gem.envs.single_turn import rows_from
 from gem.envs.math_env import MathEnv
 from gem.grading.math_pool import DEFAULT_TIMEOUT_S
 
 
+@math_env_compat
 class MathVisualEnv(MathEnv):
     """A math task with a picture: ``info["images"]`` holds the item's image(s) on reset.
 
@@ -38,13 +40,11 @@ class MathVisualEnv(MathEnv):
         eval: bool = False,  # noqa: A002
         grade_timeout: float = DEFAULT_TIMEOUT_S,
         use_format_error_reward: bool = False,
-        verbose: bool = False,
-        max_turns: Optional[int] = None,
     ) -> None:
         self.image_key = image_key
         super().__init__(
             dataset_name, split, dataset, question_key, answer_key, seed, eval=eval, grade_timeout=grade_timeout,
-            use_mp=use_mp, use_format_error_reward=use_format_error_reward, verbose=verbose, max_turns=max_turns,
+            use_mp=use_mp, use_format_error_reward=use_format_error_reward,
         )
 
     def _load_rows(self, dataset: Any) -> list[dict[str, Any]]:
