@@ -15,7 +15,6 @@ To move a module: move the file, and add one row here.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
@@ -60,7 +59,7 @@ def new_path(name: str) -> Optional[str]:
     return None
 
 
-class _AliasLoader(importlib.abc.Loader):
+class _AliasLoader:
     """Loads a former path as the module at its new path (the same object)."""
 
     def __init__(self, target: str, spec: importlib.machinery.ModuleSpec) -> None:
@@ -82,7 +81,7 @@ class _AliasLoader(importlib.abc.Loader):
         return self.spec.submodule_search_locations is not None
 
 
-class AliasFinder(importlib.abc.MetaPathFinder):
+class AliasFinder:
     """The ``sys.meta_path`` finder for :data:`ALIASES`."""
 
     def find_spec(
