@@ -24,7 +24,17 @@ from gem.utils.parsing import extract_last_boxed_answer
 from gem.grading import math_answers as _math_answers
 from gem.grading import math_pool as _math_pool
 from gem.grading.math_answers import _INT, _SLASH, _value, fast_verdict, normalize_string
-from gem.grading.math_pool import Gold, boxed_reward_fn, grade_answer
+from gem.grading.math_pool import (  # noqa: F401  (names of gem.utils.math_grader)
+    DEFAULT_TIMEOUT_S,
+    GradeResult,
+    Gold,
+    MathGrader,
+    boxed_reward_fn,
+    default_grader,
+    grade_answer,
+    grade_response,
+    parse_number,
+)
 
 logger = logging.getLogger("gem.utils.math_grader")
 
@@ -420,7 +430,7 @@ def answer_tag_reward_fn_for_orz(
 
 
 def __getattr__(name: str) -> Any:
-    """The names of the grading modules (``MathGrader``, ``default_grader``, ``_value``, ...)."""
+    """Every other name of the grading modules (``HARD_LIMIT_FACTOR``, ``_Zygote``, ``_value``, ...)."""
     for module in (_math_pool, _math_answers):
         if name in vars(module) and not name.startswith("__"):
             return vars(module)[name]

@@ -17,6 +17,7 @@ its hooks instead, and are refused when they implement ``_process_actions``).
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Mapping
 from typing import Any, Optional, Sequence
 
@@ -49,9 +50,9 @@ class MultiAgentEnv(base.MultiAgentEnv):
             return list(self.agents)
         return super().active_agents()
 
+    @abc.abstractmethod
     def _process_actions(self, actions: dict[str, str]) -> MultiStepResult:
         """Play ``actions`` and return the five dicts of the step."""
-        raise NotImplementedError
 
     def reset(
         self, seed: Optional[int] = None, **kwargs: Any

@@ -31,7 +31,7 @@ are the env's own (``gem.make(id, success_reward=2.0)`` sets them); :data:`WIN_R
 :data:`LOSS_REWARD` and :data:`DRAW_REWARD` are the defaults.
 
 A multi-agent env written for the original GEM (``observe`` and ``_process_actions``) subclasses
-the original's class, ``gem.multiagent.MultiAgentEnv`` (see :mod:`gem.compat.multiagent`).
+``gem.multiagent.MultiAgentEnv`` (see :mod:`gem.compat.multiagent`).
 """
 
 from __future__ import annotations
@@ -226,8 +226,8 @@ class MultiAgentEnv(Env):
       for scripted players), ``action_prompt(agent)``, ``_forfeit_rewards``, ``_truncation_rewards``
       and ``make_scripted_player(agent)``.
 
-    A class that implements ``_process_actions`` instead (the original GEM's contract) subclasses
-    ``gem.multiagent.MultiAgentEnv``; here it is refused when it is created.
+    A class that implements ``_process_actions`` instead is refused when it is created (it
+    subclasses ``gem.multiagent.MultiAgentEnv``, see the module docstring).
     """
 
     name: str = "game"
@@ -266,8 +266,7 @@ class MultiAgentEnv(Env):
         if missing:
             raise TypeError(
                 f"Can't instantiate {type(self).__name__}: implement {', '.join(missing)} "
-                "(a class written for the original GEM's observe and _process_actions subclasses "
-                "gem.multiagent.MultiAgentEnv)."
+                "(a class with observe and _process_actions subclasses gem.multiagent.MultiAgentEnv)."
             )
         valid = all(isinstance(a, str) and a for a in agents)
         if not agents or len(set(agents)) != len(agents) or not valid:
@@ -281,7 +280,7 @@ class MultiAgentEnv(Env):
         if hasattr(cls, "_process_actions") and not cls._process_actions_contract:
             raise TypeError(
                 f"{cls.__name__} implements _process_actions, the original GEM's multi-agent contract: "
-                "subclass gem.multiagent.MultiAgentEnv (the original's class) instead of gem.MultiAgentEnv."
+                "subclass gem.multiagent.MultiAgentEnv instead of gem.MultiAgentEnv."
             )
 
     @property

@@ -137,6 +137,13 @@ def test_incomplete_subclasses_cannot_be_instantiated():
     with pytest.raises(TypeError):
         NoObserve()
 
+    class NoProcessActions(gem.multiagent.MultiAgentEnv):  # abstract in the original too
+        def observe(self, agent):
+            return ""
+
+    with pytest.raises(TypeError, match="_process_actions"):
+        NoProcessActions()
+
 
 def test_the_original_contract_on_gem_multiagentenv_is_refused_with_the_class_to_use():
     with pytest.raises(TypeError, match=r"Relayed implements _process_actions.*subclass gem\.multiagent\.MultiAgentEnv"):
