@@ -11,8 +11,12 @@ if it already is), without importing Gymnasium itself (see :mod:`gem.interop.gym
 
 import sys
 
-from gem.core import Env, EnvWrapper
-from gem.envs.registration import (
+from gem.compat import aliases as _aliases
+
+_aliases.install()  # former module paths (gem.utils.math_grader, gem.multiagent, ...) import from their new homes
+
+from gem.core import Env, EnvWrapper  # noqa: E402
+from gem.envs.registration import (  # noqa: E402
     EnvSpec,
     list_envs,
     make,
@@ -21,7 +25,7 @@ from gem.envs.registration import (
     registry,
     spec,
 )
-from gem.version import __version__
+from gem.version import __version__  # noqa: E402
 
 import gem.envs  # noqa: E402,F401  (registers the built-in ids)
 

@@ -37,7 +37,7 @@ def openenv_server(env_id: str) -> Iterator[str]:
     import uvicorn
 
     from gem.interop.openenv.server import create_openenv_app
-    from gem.server.limits import ServerLimits, uvicorn_config
+    from gem.http.limits import ServerLimits, uvicorn_config
 
     server = uvicorn.Server(uvicorn_config(create_openenv_app([env_id]), "127.0.0.1", 0, ServerLimits(),
                                            log_level="warning"))

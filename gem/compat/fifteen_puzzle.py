@@ -4,15 +4,16 @@ The original kept the board as a list of rows with ``None`` for the gap and expo
 ``VALID_INITIALIZATION_ALGOS``, ``greatest_num``, ``goal_board``, ``goal_parity`` and the helpers
 ``_generate_goal_board``, ``_get_empty_position``, ``_has_correct_tiles``, ``_get_board_parity``,
 ``_is_solvable``, ``_move``, ``_is_solved``, ``_render_board`` and ``_get_soft_reward``.
-:class:`FifteenPuzzleCompat` gives :class:`gem.envs.game_env.fifteen_puzzle.FifteenPuzzleEnv` those
-names on top of its own board (``tiles``: flat, row by row, 0 for the gap); they return what the
-original's returned. Assigning ``board`` sets ``tiles``.
+:func:`fifteen_puzzle_compat` gives :class:`gem.envs.game_env.fifteen_puzzle.FifteenPuzzleEnv`
+those names (see :mod:`gem.compat.attach`) on top of its own board (``tiles``: flat, row by row, 0
+for the gap); they return what the original's returned. Assigning ``board`` sets ``tiles``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
+from gem.compat.attach import add_names
 from gem.envs.game_env._puzzle_base import Illegal, permutation_parity
 
 Rows = list[list[Optional[int]]]
@@ -20,23 +21,15 @@ Rows = list[list[Optional[int]]]
 GAP = 0  # the gap on the flat board (FifteenPuzzleEnv.tiles)
 
 
-class FifteenPuzzleCompat:
+class FifteenPuzzleNames:
     """The original GEM's FifteenPuzzle attributes and helpers (see the module docstring).
 
-    The class using it holds ``num_rows`` and ``tiles`` and implements ``_apply`` (raising
-    ``Illegal`` where no tile can slide), ``_solved``, ``render`` and ``_truncation_reward``;
-    its ``init_algo`` parameter's choices are ``VALID_INITIALIZATION_ALGOS``.
+    The class given them holds ``num_rows`` and ``tiles`` and implements ``_apply`` (raising
+    ``Illegal`` where no tile can slide), ``_solved``, ``render`` and ``_truncation_reward``.
     """
 
     num_rows: int
     tiles: list[int]
-    VALID_INITIALIZATION_ALGOS: list[str]
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        for param in getattr(cls, "PARAMS", ()):
-            if param.name == "init_algo" and param.choices is not None:
-                cls.VALID_INITIALIZATION_ALGOS = list(param.choices)
 
     @property
     def greatest_num(self) -> int:
@@ -132,3 +125,16 @@ class FifteenPuzzleCompat:
     def _get_soft_reward(self) -> float:
         """The share of cells already right (the partial credit when the turn limit cuts the episode)."""
         return self._truncation_reward()  # type: ignore[attr-defined]
+
+
+E = TypeVar("E", bound=type)
+
+
+def fifteen_puzzle_compat(cls: E) -> E:
+    """Class decorator: the names of :class:`FifteenPuzzleNames`, and ``VALID_INITIALIZATION_ALGOS``
+    (the choices of the class's ``init_algo`` parameter, as a list)."""
+    add_names(cls, FifteenPuzzleNames)
+    for param in getattr(cls, "PARAMS", ()):
+        if param.name == "init_algo" and param.choices is not None:
+            cls.VALID_INITIALIZATION_ALGOS = list(param.choices)  # type: ignore[attr-defined]
+    return cls

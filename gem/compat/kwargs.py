@@ -1,11 +1,13 @@
 """The constructor kwargs of the original GEM's envs, which ``gem.make`` accepts for every env.
 
-``gem.envs.registration`` re-exports both names.
+``gem.envs.registration`` re-exports both names. :func:`ignore_kwargs` lets a class's own
+constructor take the kwargs the original's took only to ignore them (when built without ``make``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import functools
+from typing import Any, Iterable, Sequence
 
 
 # Constructor kwargs of the original GEM's envs (gem-llm 0.1.0 and its main branch), by class.
@@ -55,3 +57,25 @@ def note_ignored_kwargs(env_id: str, factory: Any, names: Iterable[str]) -> None
                 "%s ignores %s=...: the original GEM accepted it (for other envs, or without using it); "
                 "it has no effect here.", env_id, name,
             )
+
+
+def ignore_kwargs(cls: type, names: Sequence[str]) -> None:
+    """Let ``cls(...)`` take each of ``names`` and drop it (logged once per class and name).
+
+    The original's constructors took any kwarg and ignored it (``**_``); code that builds such an
+    env directly passes them. ``cls.__init__``'s signature stays its own (``inspect.signature``
+    shows it), so ``gem.make`` drops these names before the call, by its own rule.
+    """
+    init = cls.__init__
+    names = tuple(names)
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        given = [name for name in names if name in kwargs]
+        if given:
+            for name in given:
+                del kwargs[name]
+            note_ignored_kwargs(type(self).__name__, cls, given)
+        init(self, *args, **kwargs)
+
+    cls.__init__ = __init__  # type: ignore[misc]

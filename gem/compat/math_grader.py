@@ -1,10 +1,13 @@
-"""The original GEM's math grader names (``grade``, ``grade_answer_sympy``, ``grade_answer_mathd``,
-``extract_answer``, ``answer_tag_reward_fn``, ``run_with_timeout_signal``, ...), with the same
-signatures and return types as gem-llm's ``gem.utils.math_grader`` (which re-exports them).
+"""``gem.utils.math_grader``, the original GEM's math grader module (this module is what that path
+imports, see :mod:`gem.compat.aliases`).
 
-They exist only for the original's API and are built on :mod:`gem.grading` (the exact paths of
-:mod:`gem.grading.math_answers` and the worker pool of :mod:`gem.grading.math_pool`). Their former
-home, ``gem.utils.math_grader_compat``, is the same module.
+Its own names are the original's helpers (``grade``, ``grade_answer_sympy``, ``grade_answer_mathd``,
+``extract_answer``, ``answer_tag_reward_fn``, ``run_with_timeout_signal``, ...), with the same
+signatures and return types as gem-llm's, built on :mod:`gem.grading`. Every other name of
+:mod:`gem.grading.math_pool` (the worker pool: :class:`MathGrader`, ``grade_math``, ``grade_answer``,
+``boxed_reward_fn``, ``GradeResult``) and :mod:`gem.grading.math_answers` (the fast exact paths),
+private helpers included, reads through to those modules, as when the three were one module. Its
+former home, ``gem.utils.math_grader_compat``, is this module too.
 """
 
 from __future__ import annotations
@@ -18,8 +21,20 @@ from typing import Any, Optional
 
 from gem.utils import parsing
 from gem.utils.parsing import extract_last_boxed_answer
+from gem.grading import math_answers as _math_answers
+from gem.grading import math_pool as _math_pool
 from gem.grading.math_answers import _INT, _SLASH, _value, fast_verdict, normalize_string
-from gem.grading.math_pool import Gold, boxed_reward_fn, grade_answer
+from gem.grading.math_pool import (  # noqa: F401  (names of gem.utils.math_grader)
+    DEFAULT_TIMEOUT_S,
+    GradeResult,
+    Gold,
+    MathGrader,
+    boxed_reward_fn,
+    default_grader,
+    grade_answer,
+    grade_response,
+    parse_number,
+)
 
 logger = logging.getLogger("gem.utils.math_grader")
 
@@ -412,3 +427,28 @@ def answer_tag_reward_fn_for_orz(
 ) -> tuple[dict[str, Any], float]:
     """As :func:`answer_tag_reward_fn`, needing only ``<answer>...</answer>``."""
     return _answer_tag_reward(model_response, gt_answer, fast, correct_reward, incorrect_reward, "<answer>")
+
+
+def __getattr__(name: str) -> Any:
+    """Every other name of the grading modules (``HARD_LIMIT_FACTOR``, ``_Zygote``, ``_value``, ...)."""
+    for module in (_math_pool, _math_answers):
+        if name in vars(module) and not name.startswith("__"):
+            return vars(module)[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    names = set(globals()) | set(vars(_math_pool)) | set(vars(_math_answers))
+    return sorted(n for n in names if not n.startswith("__") or n in ("__all__", "__doc__", "__name__"))
+
+
+__all__ = [
+    "BAD_REGEXES", "BAD_SUBSTRINGS", "DEFAULT_TIMEOUT_S", "GradeResult", "MathGrader", "REMOVED_EXPRESSIONS",
+    "SUBSTITUTIONS", "TUPLE_CHARS", "TimeoutException", "answer_tag_reward_fn", "answer_tag_reward_fn_for_orz",
+    "are_equal_under_sympy", "boxed_reward_fn", "count_unknown_letters_in_expr", "default_grader", "extract_answer",
+    "extract_boxed_answer", "fast_verdict", "grade", "grade_answer", "grade_answer_mathd", "grade_answer_sympy",
+    "grade_response", "is_latex_equal", "is_value_equal", "last_boxed_only_string", "latex_eval",
+    "mathd_normalize_answer", "normalize_final_answer", "normalize_string", "numeric_equal", "parse_number",
+    "r1_distill_qwen_math_reward_fn", "remove_boxed", "repeatness", "run_with_timeout_signal", "should_allow_eval",
+    "split_tuple", "symbolic_equal", "timeout", "unit_texts",
+]

@@ -1,7 +1,7 @@
 """The original GEM's MCPTool names: ``get_available_tools``, ``_get_server_names`` and
 ``_is_multi_server``.
 
-:class:`MCPToolCompat` gives :class:`gem.tools.mcp_tool.MCPTool` those names on top of its own
+:func:`mcp_tool_compat` gives :class:`gem.tools.mcp_tool.MCPTool` those names on top of its own
 ``servers`` (name -> server) and ``list_tools()``.
 """
 
@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from gem.compat.attach import decorator
 
-class MCPToolCompat:
-    """``get_available_tools``, ``_get_server_names``, ``_is_multi_server`` (see the module docstring).
 
-    The class using it holds ``servers`` and implements ``list_tools()`` (each tool's ``name``,
+class MCPToolNames:
+    """The names :func:`mcp_tool_compat` adds (see the module docstring).
+
+    The class given them holds ``servers`` and implements ``list_tools()`` (each tool's ``name``,
     ``description``, ``parameters`` and ``server``).
     """
-
-    servers: dict[str, Any]
 
     def get_available_tools(self) -> list[dict[str, Any]]:
         """Each tool of :meth:`list_tools` with its ``server_info`` (``is_multi_server``,
@@ -30,7 +30,10 @@ class MCPToolCompat:
 
     def _get_server_names(self) -> list[str]:
         """The configured servers' names (``["default"]`` for a URL or a single server)."""
-        return list(self.servers)
+        return list(self.servers)  # type: ignore[attr-defined]
 
     def _is_multi_server(self) -> bool:
-        return len(self.servers) > 1
+        return len(self.servers) > 1  # type: ignore[attr-defined]
+
+
+mcp_tool_compat = decorator(MCPToolNames)

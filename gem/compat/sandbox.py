@@ -1,16 +1,22 @@
-"""The original GEM's sandbox calls, from its module path ``gem.utils.sandbox``.
+"""``gem.utils.sandbox``, the original GEM's sandbox module (this module is what that path imports,
+see :mod:`gem.compat.aliases`): everything public of :mod:`gem.sandbox.sandbox`, ``check_host``, and
+the original's calls.
 
 ``run_python(code, sandbox_type, stdin, timeout)`` returns the original's tuple ``(success,
 stdout, stderr)``; ``subprocess_run`` and ``check_forbidden_imports`` behave as there. The code
 always runs in GEM's sandbox (:mod:`gem.sandbox`): the original's ``sandbox_type`` chose between
 no confinement and bubblewrap; here every run is confined, so nothing is screened.
+``python -m gem.utils.sandbox --check`` works as ``python -m gem.sandbox --check``.
 """
 
 from __future__ import annotations
 
 import subprocess
+import sys
 from typing import Any
 
+from gem.sandbox.sandbox import *  # noqa: F401,F403  (first: this module's run_python replaces its)
+from gem.sandbox.host import _main, check_host  # noqa: F401
 from gem.sandbox.sandbox import DEFAULT_TIMEOUT, SandboxResult, default_sandbox
 from gem.sandbox.sandbox import run_python as _run_python
 
@@ -111,3 +117,7 @@ def run_python(
     text_in = stdin.decode("utf-8", "replace") if isinstance(stdin, bytes) else stdin
     seconds = DEFAULT_TIMEOUT if timeout is None else timeout
     return _legacy_run_python(code, sandbox_type, text_in, seconds)
+
+
+if __name__ == "__main__":
+    sys.exit(_main())

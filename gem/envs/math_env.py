@@ -20,14 +20,15 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from gem.compat.math_env import MathEnvCompat, verify_fn  # noqa: F401
+from gem.compat.math_env import math_env_compat, verify_fn  # noqa: F401
 from gem.envs.single_turn import EVAL_PARAM, SingleTurnEnv, rows_from
 from gem.params import Param, check_params
 from gem.grading.math_pool import DEFAULT_TIMEOUT_S, default_grader, grade_math, require_math_verify
 from gem.utils.parsing import extract_last_boxed_answer
 
 
-class MathEnv(MathEnvCompat, SingleTurnEnv):
+@math_env_compat
+class MathEnv(SingleTurnEnv):
     """A single-turn math task over a dataset.
 
     Args:
@@ -44,8 +45,6 @@ class MathEnv(MathEnvCompat, SingleTurnEnv):
         use_mp: kept for GEM compatibility; grading always runs in the grader's worker processes.
         use_format_error_reward: pay -0.1 (a format error) instead of 0 for a reply without a
             complete ``\\boxed{}``.
-        verbose, max_turns: accepted for compatibility with the original GEM and ignored (the
-            task is single-turn: every step ends the episode).
     """
 
     family = "math"
@@ -67,8 +66,6 @@ class MathEnv(MathEnvCompat, SingleTurnEnv):
         grade_timeout: float = DEFAULT_TIMEOUT_S,
         use_mp: bool = True,
         use_format_error_reward: bool = False,
-        verbose: bool = False,
-        max_turns: Optional[int] = None,
     ) -> None:
         check_params(self, locals())
         super().__init__(eval=eval, use_format_error_reward=use_format_error_reward)
@@ -78,7 +75,6 @@ class MathEnv(MathEnvCompat, SingleTurnEnv):
         self.seed = seed
         self.grade_timeout = float(grade_timeout)
         self.use_mp = use_mp
-        self.verbose, self.max_turns = verbose, max_turns
         self._rows = self._load_rows(dataset)
         # without math-verify only number answers can be graded: say so now, never in step
         require_math_verify(f"MathEnv over {self._source_name(dataset)}", map(self._gold, self._rows))
@@ -107,6 +103,7 @@ class MathEnv(MathEnvCompat, SingleTurnEnv):
 
 # Defined here, next to its base class, so that neither module imports the other;
 # gem.envs.math_visual_env is its documented home and names the same class.
+@math_env_compat
 class MathVisualEnv(MathEnv):
     """A math task with a picture: ``info["images"]`` holds the item's image(s) on reset.
 
@@ -128,13 +125,11 @@ class MathVisualEnv(MathEnv):
         eval: bool = False,  # noqa: A002
         grade_timeout: float = DEFAULT_TIMEOUT_S,
         use_format_error_reward: bool = False,
-        verbose: bool = False,
-        max_turns: Optional[int] = None,
     ) -> None:
         self.image_key = image_key
         super().__init__(
             dataset_name, split, dataset, question_key, answer_key, seed, eval=eval, grade_timeout=grade_timeout,
-            use_mp=use_mp, use_format_error_reward=use_format_error_reward, verbose=verbose, max_turns=max_turns,
+            use_mp=use_mp, use_format_error_reward=use_format_error_reward,
         )
 
     def _load_rows(self, dataset: Any) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from gem.compat.qa_env import QaEnvCompat
+from gem.compat.qa_env import qa_env_compat
 from gem.envs.single_turn import EVAL_PARAM, SingleTurnEnv, rows_from
 from gem.params import Param, check_params
 from gem.grading.qa import em_check, extract_answer, grade_qa
@@ -37,7 +37,8 @@ def apply_prompt(example: dict[str, Any], question_key: str = "question") -> dic
 _RANDOM_WORDS = ("Paris", "1947", "blue whale", "Ada Lovelace", "yes", "no", "the Nile", "42")
 
 
-class QaEnv(QaEnvCompat, SingleTurnEnv):
+@qa_env_compat
+class QaEnv(SingleTurnEnv):
     """A single-turn QA task over a dataset.
 
     Args:
@@ -49,8 +50,6 @@ class QaEnv(QaEnvCompat, SingleTurnEnv):
         prompt_template: wraps the question; ``{question}`` is replaced (``None``: the question alone).
         load_from_cache_file: accepted for GEM compatibility (datasets' cache is always used).
         use_format_error_reward: pay -0.1 (a format error) instead of 0 when no answer is found.
-        verbose, max_turns: accepted for compatibility with the original GEM and ignored (the
-            task is single-turn: every step ends the episode).
     """
 
     family = "qa"
@@ -74,8 +73,6 @@ class QaEnv(QaEnvCompat, SingleTurnEnv):
         prompt_template: Optional[str] = QA_PROMPT,
         load_from_cache_file: bool = True,
         use_format_error_reward: bool = False,
-        verbose: bool = False,
-        max_turns: Optional[int] = None,
     ) -> None:
         check_params(self, locals())
         super().__init__(eval=eval, use_format_error_reward=use_format_error_reward)
@@ -88,7 +85,6 @@ class QaEnv(QaEnvCompat, SingleTurnEnv):
         self.reward = reward
         self.prompt_template = prompt_template
         self.load_from_cache_file = load_from_cache_file
-        self.verbose, self.max_turns = verbose, max_turns
         if self.extract_boxed:
             self.instruction = "Put your final answer within \\boxed{}."
             self.answer_format = "\\boxed{...}"

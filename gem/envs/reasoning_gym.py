@@ -30,7 +30,7 @@ from typing import Any, Optional
 
 import reasoning_gym
 
-from gem.compat.reasoning_gym import ReasoningGymCompat
+from gem.compat.reasoning_gym import reasoning_gym_compat
 from gem.core import StepResult
 from gem.envs.single_turn import EVAL_PARAM, SingleTurnEnv
 from gem.errors import report_infra_failure
@@ -139,7 +139,8 @@ def dataset_names() -> list[str]:
     return sorted(reasoning_gym.factory.DATASETS)
 
 
-class ReasoningGymEnv(ReasoningGymCompat, SingleTurnEnv):
+@reasoning_gym_compat
+class ReasoningGymEnv(SingleTurnEnv):
     """One reasoning-gym task as a single-turn env.
 
     Args:

@@ -5,13 +5,13 @@ episodes, and closed by the client or, after ``session_ttl`` idle seconds, by th
 
 Every client is treated as hostile (see docs/scale.md, "Running a server safely"):
 
-- who may connect: :class:`gem.server.limits.GuardMiddleware` refuses cross-origin browser requests
+- who may connect: :class:`gem.http.limits.GuardMiddleware` refuses cross-origin browser requests
   (unless allowed) and wrong tokens, caps and times request bodies; the uvicorn protocol from
-  :func:`gem.server.limits.uvicorn_config` cuts slow clients and caps open connections;
+  :func:`gem.http.limits.uvicorn_config` cuts slow clients and caps open connections;
 - what a client may ask: constructor kwargs are checked against the env's declared schema
   (:mod:`gem.server.schema`) before anything is built;
 - how much it may take: sessions and WebSockets per client (a quarter of each total by default,
-  :func:`gem.server.protocol.client_share`) and in total are capped exactly; a WebSocket that
+  :func:`gem.http.protocol.client_share`) and in total are capped exactly; a WebSocket that
   makes no session within ``session_grace`` seconds is closed; env calls (make, reset, step, sample) run on a
   :class:`gem.server.scheduler.FairScheduler` that serves clients round-robin with a per-client
   share and a time limit per call; sandbox shells and code-test threads, which envs share across
@@ -440,7 +440,7 @@ def open_session_log(record_dir: Optional[str], limits: Any = None) -> Any:
 def per_client_sessions(max_sessions: int, asked: Optional[int] = None) -> int:
     """Sessions one client may hold: ``asked`` if given (it must be below ``max_sessions``), else
     the default per-client cap, lowered to a quarter of ``max_sessions``
-    (:func:`~gem.server.protocol.client_share`) so that no one or two clients can take all."""
+    (:func:`~gem.http.protocol.client_share`) so that no one or two clients can take all."""
     if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
         raise ValueError(f"max_sessions must be at least 1, got {max_sessions!r}.")
     if asked is None:
@@ -461,7 +461,7 @@ class WebSocketGate:
 
     At most ``total`` WebSockets are open at once (half of the connection cap), and one client holds
     at most ``per_client`` of them: the operator's per-client session cap if one was given (below
-    ``total``), else a quarter of ``total`` (:func:`~gem.server.protocol.client_share`). A socket
+    ``total``), else a quarter of ``total`` (:func:`~gem.http.protocol.client_share`). A socket
     must make its session within ``grace`` seconds of opening (or of losing its session); until then
     it holds a slot without having asked for anything, so past it the socket is closed. A socket
     with a session may stay idle for ``session_ttl`` seconds.
@@ -562,7 +562,7 @@ def create_app(
         client_kwargs: ``"declared"`` (kwargs only as each env's schema declares, the default),
             ``"typed"`` or ``"any"`` (see :mod:`gem.server.schema`).
         max_sessions_per_client: sessions one client (a token; without tokens, see
-            :func:`gem.server.limits.client_of_peer`) may hold (default :func:`per_client_sessions`:
+            :func:`gem.http.limits.client_of_peer`) may hold (default :func:`per_client_sessions`:
             1000, and at most a quarter of ``max_sessions``); it must be below ``max_sessions``, so
             no client can take every session. Given, it is also the client's WebSocket cap (below
             the WebSocket total); else that is a quarter of the WebSockets (:class:`WebSocketGate`).

@@ -11,7 +11,7 @@ While a server runs (:func:`install`, done by :func:`gem.server.app.create_app`'
 - every env call runs with its client's name in :func:`current_client` (set by the scheduler);
 - a **shell quota**: a client holds at most ``shells_per_client`` sandbox sessions (shells,
   Python-tool kernels) at once in each of the shell sandbox and the default sandbox (by default
-  a quarter, :func:`gem.server.protocol.client_share`, of what that sandbox may hold: its slots,
+  a quarter, :func:`gem.http.protocol.client_share`, of what that sandbox may hold: its slots,
   the processes it runs at once, less an eighth kept for one-shot runs such as tests); one more,
   or one past the sandbox's total, raises :class:`ClientQuotaExceeded` at once (the server
   answers 429), instead of waiting for a slot;

@@ -57,7 +57,7 @@ import threading
 import weakref
 from typing import Any, Callable, Optional, Union
 
-from gem.compat.mcp_tool import MCPToolCompat
+from gem.compat.mcp_tool import mcp_tool_compat
 from gem.errors import ResourceUnavailable, missing_extra
 from gem.tools.base_tool import BaseTool
 from gem.tools.function_call import CLOSE_TAG, MAX_CALL_CHARS, OPEN_TAG, parse_tool_call, read_function_call
@@ -105,7 +105,8 @@ def _require_mcp() -> None:
         raise missing_extra("MCPTool", "mcp", "mcp") from exc
 
 
-class MCPTool(MCPToolCompat, BaseTool):
+@mcp_tool_compat
+class MCPTool(BaseTool):
     """Tools of MCP servers, callable with ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``.
 
     The positional order and names of the parameters are the original GEM's (``config, auth,

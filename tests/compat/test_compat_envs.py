@@ -113,7 +113,12 @@ def test_multiagent_original_module_paths():
     from gem.multiagent import AgentSelector, MultiAgentEnv
     from gem.multiagent.multi_agent_env import MultiAgentEnv as OldPath
 
-    assert MainSelector is AgentSelector and OldPath is MultiAgentEnv is gem.MultiAgentEnv
+    assert MainSelector is AgentSelector and OldPath is MultiAgentEnv
+    # the original's class, at its paths: gem.MultiAgentEnv with the original's subclass contract
+    assert issubclass(MultiAgentEnv, gem.MultiAgentEnv) and MultiAgentEnv is not gem.MultiAgentEnv
+    from gem.envs.multiagent.multi_agent_env import MultiAgentEnv as MainBranchPath
+
+    assert MainBranchPath is MultiAgentEnv
 
 
 def test_multiagent_subclass_written_the_original_way():

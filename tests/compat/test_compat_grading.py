@@ -55,6 +55,40 @@ def test_qa_ids_accept_verbose_and_max_turns(qa_file, monkeypatch):
         gem.make("qa:NaturalQuestions", max_turns=3)
 
 
+@pytest.mark.parametrize("cls", ["math", "visual", "qa"])
+def test_single_turn_constructors_take_the_ignored_kwargs_outside_their_signature(
+    cls, math_file, qa_file, tmp_path, caplog, monkeypatch
+):
+    """The original's constructors took verbose/max_turns and ignored them (``**kwargs``); ours do
+    not name them, gem.compat lets a direct call pass them (logged once), and a typo still fails."""
+    import logging
+
+    from gem.compat import kwargs as compat_kwargs
+    from gem.envs.math_visual_env import MathVisualEnv
+
+    monkeypatch.setattr(compat_kwargs, "_ignored_logged", set())  # what earlier tests logged
+
+    pictured = tmp_path / "pictured.jsonl"
+    pictured.write_text(json.dumps({"problem": "What is 6 * 7?", "answer": "42", "images": ["<png>"]}) + "\n")
+    klass, path, answer = {
+        "math": (MathEnv, math_file, "\\boxed{42}"),
+        "visual": (MathVisualEnv, pictured, "\\boxed{42}"),
+        "qa": (QaEnv, qa_file, "<answer>Paris</answer>"),
+    }[cls]
+    assert not {"verbose", "max_turns"} & set(inspect.signature(klass).parameters)
+    with caplog.at_level(logging.WARNING, logger="gem.envs.registration"):
+        env = klass(dataset_name=str(path), verbose=True, max_turns=3)
+        klass(dataset_name=str(path), verbose=False)
+    assert [r.getMessage() for r in caplog.records].count(
+        f"{klass.__name__} ignores verbose=...: the original GEM accepted it (for other envs, or without "
+        "using it); it has no effect here.") == 1
+    assert not hasattr(env, "verbose")
+    env.reset(idx=0)
+    assert env.step(answer)[1:3] == (1.0, True)
+    with pytest.raises(TypeError, match="verbos"):
+        klass(dataset_name=str(path), verbos=True)
+
+
 def test_code_and_math_envs_accept_max_turns_and_the_original_kwargs(math_file):
     code = CodeEnv(dataset_name="code_problems", max_turns=3, verbose=True, sandbox_type="none", max_workers=2)
     code.reset(idx=0)

@@ -27,7 +27,7 @@ import heapq
 import math
 from typing import Any, Optional
 
-from gem.compat.fifteen_puzzle import FifteenPuzzleCompat
+from gem.compat.fifteen_puzzle import fifteen_puzzle_compat
 from gem.core import Agent
 from gem.envs.game_env._puzzle_base import (
     DIRECTIONS,
@@ -56,7 +56,8 @@ def tile_offset(direction: str) -> tuple[int, int]:
     return -dr, -dc
 
 
-class FifteenPuzzleEnv(FifteenPuzzleCompat, PuzzleEnv[str]):
+@fifteen_puzzle_compat
+class FifteenPuzzleEnv(PuzzleEnv[str]):
     """An ``num_rows``-by-``num_rows`` sliding puzzle solvable within ``max_turns`` moves.
 
     ``num_rows=None`` or ``max_turns=None`` draws both per episode from GEM's -random presets.

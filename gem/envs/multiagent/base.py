@@ -30,9 +30,8 @@ half way between (:meth:`MultiAgentEnv._draw_reward`, 0.5), an invalid move ``in
 are the env's own (``gem.make(id, success_reward=2.0)`` sets them); :data:`WIN_REWARD`,
 :data:`LOSS_REWARD` and :data:`DRAW_REWARD` are the defaults.
 
-The original GEM's way of writing a multi-agent env works unchanged (see :class:`MultiAgentEnv`):
-call ``super().__init__()``, set ``possible_agents`` (and optionally ``agent_selector``), implement
-``observe`` and ``_process_actions``.
+A multi-agent env written for the original GEM (``observe`` and ``_process_actions``) subclasses
+``gem.multiagent.MultiAgentEnv`` (see :mod:`gem.compat.multiagent`).
 """
 
 from __future__ import annotations
@@ -41,17 +40,13 @@ import abc
 import random
 import re
 from collections.abc import Mapping
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from gem.core import EPISODE_OVER_OBSERVATION, Agent, Env
 from gem.errors import GemError
 from gem.params import Param
 from gem.utils import constants
 from gem.utils.text import preview
-
-# Set by gem.compat.multiagent (which this package imports after this module): it moves a class
-# written to the original GEM's subclass contract onto that contract's base class.
-adopt_original_contract: Callable[[type], None] = lambda cls: None
 
 SEQUENTIAL = "sequential"
 SIMULTANEOUS = "simultaneous"
@@ -231,12 +226,12 @@ class MultiAgentEnv(Env):
       for scripted players), ``action_prompt(agent)``, ``_forfeit_rewards``, ``_truncation_rewards``
       and ``make_scripted_player(agent)``.
 
-    A subclass that implements ``_process_actions`` instead is written the original GEM's way and
-    runs on :class:`gem.compat.multiagent.OriginalMultiAgentEnv` (set as its base when the class
-    is created).
+    A class that implements ``_process_actions`` instead is refused when it is created (it
+    subclasses ``gem.multiagent.MultiAgentEnv``, see the module docstring).
     """
 
     name: str = "game"
+    _process_actions_contract = False  # True on gem.compat.multiagent's class
 
     def __init__(
         self,
@@ -271,7 +266,7 @@ class MultiAgentEnv(Env):
         if missing:
             raise TypeError(
                 f"Can't instantiate {type(self).__name__}: implement {', '.join(missing)} "
-                "(or, the original GEM's way, observe and _process_actions)."
+                "(a class with observe and _process_actions subclasses gem.multiagent.MultiAgentEnv)."
             )
         valid = all(isinstance(a, str) and a for a in agents)
         if not agents or len(set(agents)) != len(agents) or not valid:
@@ -282,8 +277,11 @@ class MultiAgentEnv(Env):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if hasattr(cls, "_process_actions") and not getattr(cls, "_original_contract", False):
-            adopt_original_contract(cls)
+        if hasattr(cls, "_process_actions") and not cls._process_actions_contract:
+            raise TypeError(
+                f"{cls.__name__} implements _process_actions, the original GEM's multi-agent contract: "
+                "subclass gem.multiagent.MultiAgentEnv instead of gem.MultiAgentEnv."
+            )
 
     @property
     def mode(self) -> str:

@@ -17,7 +17,7 @@ import re
 from typing import Any, Optional, Sequence, Union
 
 from gem.core import Agent
-from gem.envs._math_qa_base import EVAL_PARAM
+from gem.envs.single_turn import EVAL_PARAM
 from gem.envs.qa_env import QaEnv
 from gem.envs.qa_search.world import World, get_world, parse_question, read_fact
 from gem.params import Param, check_params

@@ -19,7 +19,7 @@ GEM's info plus ``terminated`` and ``truncated``. ``env_id`` in the reset data p
 server serves several (with one, it may be left out).
 
 Everything ``gem serve`` enforces holds here too, through the same code: tokens, origin and host
-checks, body and time limits (:class:`gem.server.limits.GuardMiddleware`), kwargs checked against
+checks, body and time limits (:class:`gem.http.limits.GuardMiddleware`), kwargs checked against
 each env's declared schema, session quotas in total and per client, and the fair scheduler with its
 per-call time limit (:class:`gem.server.app.SessionStore`), WebSocket caps in total and per client
 (:class:`gem.server.app.WebSocketGate`). A WebSocket that has not reset within ``session_grace``

@@ -325,7 +325,7 @@ def create_app(
     read, a request's queries are capped in number and characters, batches in characters
     (``max_batch_chars``), and a request gets 504 after ``request_timeout`` seconds. Cross-origin
     browser requests are refused unless their origin is in ``allow_origins``. ``limits``
-    (:class:`gem.server.limits.ServerLimits`) overrides the body, time and connection limits.
+    (:class:`gem.http.limits.ServerLimits`) overrides the body, time and connection limits.
     """
     import contextlib
 

@@ -1,10 +1,12 @@
-"""Multi-agent envs written the original GEM's way (``observe`` + ``_process_actions``) run unchanged."""
+"""Multi-agent envs written the original GEM's way (``observe`` + ``_process_actions``) run unchanged
+on the original's class, ``gem.multiagent.MultiAgentEnv``."""
 
 from __future__ import annotations
 
 import pytest
 
 import gem
+import gem.multiagent
 
 
 class Relay:
@@ -43,7 +45,7 @@ def make_turn_game(module_path: str):
     return TurnGame
 
 
-class AllAtOnce(Relay, gem.MultiAgentEnv):
+class AllAtOnce(Relay, gem.multiagent.MultiAgentEnv):
     """No selector: every live agent acts each step (as in the original)."""
 
     def __init__(self):
@@ -59,7 +61,8 @@ def test_original_module_paths_give_the_same_classes(module_path):
     import importlib
 
     module = importlib.import_module(module_path)
-    assert module.MultiAgentEnv is gem.MultiAgentEnv
+    assert module.MultiAgentEnv is gem.multiagent.MultiAgentEnv and module.AgentSelector is gem.multiagent.AgentSelector
+    assert issubclass(module.MultiAgentEnv, gem.MultiAgentEnv) and module.MultiAgentEnv is not gem.MultiAgentEnv
     game = make_turn_game(module_path)()
     obs, infos = game.reset(seed=1)
     assert obs == {a: f"{a} sees total 0" for a in ("p1", "p2", "p3")}
@@ -124,24 +127,38 @@ def test_incomplete_subclasses_cannot_be_instantiated():
         def observe(self, agent):
             return ""
 
-    with pytest.raises(TypeError, match="_process_actions"):
+    with pytest.raises(TypeError, match="_process_actions subclasses gem.multiagent.MultiAgentEnv"):
         NoHooks()
 
-    class NoObserve(gem.MultiAgentEnv):
+    class NoObserve(gem.multiagent.MultiAgentEnv):
         def _process_actions(self, actions):
             return {}, {}, {}, {}, {}
 
     with pytest.raises(TypeError):
         NoObserve()
 
+    class NoProcessActions(gem.multiagent.MultiAgentEnv):  # abstract in the original too
+        def observe(self, agent):
+            return ""
+
+    with pytest.raises(TypeError, match="_process_actions"):
+        NoProcessActions()
+
+
+def test_the_original_contract_on_gem_multiagentenv_is_refused_with_the_class_to_use():
+    with pytest.raises(TypeError, match=r"Relayed implements _process_actions.*subclass gem\.multiagent\.MultiAgentEnv"):
+        class Relayed(Relay, gem.MultiAgentEnv):
+            pass
+
 
 def test_the_original_contract_lives_in_gem_compat_and_native_games_do_not_carry_it():
-    from gem.compat.multiagent import OriginalMultiAgentEnv
+    from gem.compat.multiagent import MultiAgentEnv as OriginalMultiAgentEnv
     from gem.envs.multiagent.tictactoe import TicTacToeEnv
 
+    assert OriginalMultiAgentEnv is gem.multiagent.MultiAgentEnv
     assert OriginalMultiAgentEnv in make_turn_game("gem.multiagent").__mro__
-    assert OriginalMultiAgentEnv in AllAtOnce.__mro__
     assert OriginalMultiAgentEnv not in TicTacToeEnv.__mro__
+    assert all(not k.__module__.startswith("gem.compat") for k in gem.MultiAgentEnv.__mro__)
     assert not hasattr(TicTacToeEnv, "_process_actions")
     env = AllAtOnce()
     env.reset(seed=0)

@@ -1,4 +1,6 @@
-"""The original GEM's contract for multi-agent envs.
+"""The original GEM's ``MultiAgentEnv`` and ``AgentSelector``, at its module paths ``gem.multiagent``,
+``gem.multiagent.multi_agent_env`` (0.1.0) and ``gem.envs.multiagent.multi_agent_env`` (its main
+branch), which import this module (see :mod:`gem.compat.aliases`).
 
 A subclass written the original way calls ``super().__init__()``, sets ``self.possible_agents``
 (and, for turns, ``self.agent_selector = AgentSelector(agents)``; without one every live agent acts
@@ -9,24 +11,28 @@ for a missing action of an acting agent or an action of one that is not acting (
 calls ``_process_actions``, adds the rewards to ``_cumulative_rewards``, removes the agents whose
 ``self.terminations``/``self.truncations`` are set and passes the turn.
 
-Such a class does not need to name anything here: :class:`gem.envs.multiagent.MultiAgentEnv` sees
-``_process_actions`` when the class is created and puts :class:`OriginalMultiAgentEnv` in its place
-among the class's bases (:func:`adopt_original_contract`).
+:class:`MultiAgentEnv` here subclasses :class:`gem.MultiAgentEnv` (whose own subclasses implement
+its hooks instead, and are refused when they implement ``_process_actions``).
 """
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Mapping
 from typing import Any, Optional, Sequence
 
 from gem.core import Env
-from gem.envs.multiagent.base import SIMULTANEOUS, ActionsNotADict, AgentSelector, MultiAgentEnv, MultiStepResult
+from gem.envs.multiagent import base
+from gem.envs.multiagent.base import SIMULTANEOUS, ActionsNotADict, AgentSelector, MultiStepResult
+
+__all__ = ["AgentSelector", "MultiAgentEnv"]
 
 
-class OriginalMultiAgentEnv(MultiAgentEnv):
-    """:class:`MultiAgentEnv` with the original GEM's subclass contract (see the module docstring)."""
+class MultiAgentEnv(base.MultiAgentEnv):
+    """The original GEM's ``MultiAgentEnv``: :class:`gem.MultiAgentEnv` with the original's subclass
+    contract (see the module docstring)."""
 
-    _original_contract = True
+    _process_actions_contract = True
 
     def _set_agents(self, agents: list[str], mode: str, given: bool) -> None:
         # The original GEM's subclasses set possible_agents (and the selector) after __init__.
@@ -44,9 +50,9 @@ class OriginalMultiAgentEnv(MultiAgentEnv):
             return list(self.agents)
         return super().active_agents()
 
+    @abc.abstractmethod
     def _process_actions(self, actions: dict[str, str]) -> MultiStepResult:
         """Play ``actions`` and return the five dicts of the step."""
-        raise NotImplementedError
 
     def reset(
         self, seed: Optional[int] = None, **kwargs: Any
@@ -129,22 +135,3 @@ class OriginalMultiAgentEnv(MultiAgentEnv):
         for agent in [a for a in self.agents if self.terminations.get(a) or self.truncations.get(a)]:
             self.remove_agent(agent)
 
-
-def adopt_original_contract(cls: type) -> None:
-    """Make ``cls`` (which implements ``_process_actions``) run on :class:`OriginalMultiAgentEnv`.
-
-    ``MultiAgentEnv`` among its bases is replaced in place; a class that reaches ``MultiAgentEnv``
-    through another base gets ``OriginalMultiAgentEnv`` first, so its contract wins, as before.
-    """
-    if issubclass(cls, OriginalMultiAgentEnv):
-        return
-    bases = cls.__bases__
-    if MultiAgentEnv in bases:
-        cls.__bases__ = tuple(OriginalMultiAgentEnv if b is MultiAgentEnv else b for b in bases)
-    else:
-        cls.__bases__ = (OriginalMultiAgentEnv, *bases)
-
-
-from gem.envs.multiagent import base as _base  # noqa: E402
-
-_base.adopt_original_contract = adopt_original_contract

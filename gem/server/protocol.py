@@ -1,7 +1,0 @@
-"""The former path of :mod:`gem.http.protocol` (GEM's HTTP wire lives in :mod:`gem.http`): the same module."""
-
-import sys
-
-from gem.http import protocol as _module
-
-sys.modules[__name__] = _module
