@@ -22,13 +22,13 @@ from collections.abc import Mapping
 from typing import Any, Optional, Sequence
 
 from gem.core import Env
-from gem.envs.multiagent import base
+from gem.envs.multiagent.base import MultiAgentEnv as _MultiAgentEnv
 from gem.envs.multiagent.base import SIMULTANEOUS, ActionsNotADict, AgentSelector, MultiStepResult
 
 __all__ = ["AgentSelector", "MultiAgentEnv"]
 
 
-class MultiAgentEnv(base.MultiAgentEnv):
+class MultiAgentEnv(_MultiAgentEnv):
     """The original GEM's ``MultiAgentEnv``: :class:`gem.MultiAgentEnv` with the original's subclass
     contract (see the module docstring)."""
 

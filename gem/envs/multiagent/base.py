@@ -280,7 +280,8 @@ class MultiAgentEnv(Env):
         if hasattr(cls, "_process_actions") and not cls._process_actions_contract:
             raise TypeError(
                 f"{cls.__name__} implements _process_actions, the original GEM's multi-agent contract: "
-                "subclass gem.multiagent.MultiAgentEnv instead of gem.MultiAgentEnv."
+                "subclass gem.multiagent.MultiAgentEnv (also gem.envs.multiagent.MultiAgentEnv) instead of "
+                "gem.MultiAgentEnv."
             )
 
     @property

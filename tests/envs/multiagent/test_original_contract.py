@@ -55,7 +55,8 @@ class AllAtOnce(Relay, gem.multiagent.MultiAgentEnv):
 
 
 @pytest.mark.parametrize(
-    "module_path", ["gem.multiagent", "gem.multiagent.multi_agent_env", "gem.envs.multiagent.multi_agent_env"]
+    "module_path",
+    ["gem.multiagent", "gem.multiagent.multi_agent_env", "gem.envs.multiagent.multi_agent_env", "gem.envs.multiagent"],
 )
 def test_original_module_paths_give_the_same_classes(module_path):
     import importlib
