@@ -5,7 +5,7 @@
 * **code**: the entry point's module and every GEM module it imports, directly or through others
   (at module level or inside functions), within the packages that decide an env's behaviour:
   ``gem/envs`` (the family's own files), ``gem/grading``, ``gem/tools``, ``gem/sandbox``,
-  ``gem/data``, ``gem/utils``, ``gem/compat``, ``gem/multiagent``, ``gem/core.py``,
+  ``gem/data``, ``gem/utils``, ``gem/compat``, ``gem/core.py``,
   ``gem/params.py`` and ``gem/errors.py``. The registry table (``gem/envs/__init__.py``,
   ``registration.py``) is not code of the env: its part is the kwargs, below. For a plugin's env,
   the entry point's module and the modules of its own top-level package that it imports.
@@ -43,13 +43,12 @@ _ROOT = _GEM_DIR.parent
 
 # GEM modules whose code decides an env's behaviour (path prefixes relative to the package root).
 FOLLOWED = (
-    "gem/envs/", "gem/multiagent/", "gem/grading/", "gem/tools/", "gem/sandbox/", "gem/data/",
+    "gem/envs/", "gem/grading/", "gem/tools/", "gem/sandbox/", "gem/data/",
     "gem/utils/", "gem/compat/", "gem/core.py", "gem/params.py", "gem/errors.py",
 )
 # Not the env's code: the id table (its part is the spec's kwargs), the checker, an LLM agent.
 NOT_FOLLOWED = (
-    "gem/envs/__init__.py", "gem/envs/registration.py", "gem/utils/env_checker.py",
-    "gem/envs/multiagent/checker.py",
+    "gem/envs/__init__.py", "gem/envs/registration.py", "gem/checks/",
 )
 # Packages that start their own worker processes by module name (``python -m ...``): when the env's
 # code reaches one of them, every module of the package counts.
@@ -81,7 +80,10 @@ def _module_file(name: str) -> Optional[Path]:
         for candidate in (base.with_suffix(".py"), base / "__init__.py"):
             if candidate.is_file():
                 return candidate
-        return None
+        from gem.compat.aliases import new_path
+
+        moved = new_path(name)  # a former path has no file: its code is at the new path
+        return _module_file(moved) if moved is not None and moved != name else None
     try:
         found = importlib.util.find_spec(name)
     except (ImportError, ValueError, AttributeError):

@@ -160,3 +160,14 @@ def test_gem_list_versions_prints_each_id_with_its_version(capsys) -> None:
     rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip()]
     assert [r[0] for r in rows] == gem.list_envs("game")
     assert all(VERSION.match(r[1]) and r[1] == gem.env_version(r[0]) for r in rows)
+
+
+def test_a_former_module_path_is_hashed_as_its_new_module():
+    """An env importing a former path (kept by gem/compat/aliases.py, no file of its own) still has
+    the moved module's code in its version."""
+    from gem.records.versions import _module_file
+
+    assert _module_file("gem.utils.qa_em") == _module_file("gem.grading.qa") is not None
+    assert _module_file("gem.server.limits") == _module_file("gem.http.limits") is not None
+    assert _module_file("gem.tools.search_engine.corpus") == _module_file("gem.services.search.corpus") is not None
+    assert _module_file("gem.no_such_module") is None
