@@ -167,14 +167,14 @@ class SingleTurnEnv(Env):
             report_infra_failure(crash, "grader", exc)
             result = ungraded("error", "grader", f"{type(exc).__name__}: {exc}", crash)
             reward = self.ungraded_reward
-        details = dict(result.details)
+        info = {"correct": result.correct, "formatted": True, "grading": "ok", "parsed_action": preview(answer, 1000)}
+        details = {k: v for k, v in result.details.items() if k not in info}  # details never overwrite the verdict
         reported = details.pop("infra_error", None)  # a grader that reported its own failure
-        info = {"correct": result.correct, "formatted": True, "grading": "ok", "parsed_action": preview(answer, 1000),
-                **details, **result.info()}
+        info.update(details, **result.info())
+        if reported is not None:
+            info["infra_error"] = reported
         if not result.graded:
-            if reported is not None:
-                info["infra_error"] = reported
-            else:  # a timeout, a full queue, a dead worker, a sandbox failure
+            if reported is None:  # a timeout, a full queue, a dead worker, a sandbox failure
                 report_infra_failure(info, f"grader:{result.component}", f"{result.status}: {result.reason}")
             obs = UNGRADED_FORMAT.format(component=result.component, reason=result.reason, reward=reward)
         else:

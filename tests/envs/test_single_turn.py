@@ -124,3 +124,9 @@ def test_a_former_tuple_with_a_reward_that_is_not_a_finite_number_pays_nothing(b
         obs, reward, info = play(WordEnv(lambda env, answer: (bad, True, {})), "\\boxed{cat}")
     assert (reward, info["correct"], info["grading"]) == (0.0, None, "error")
     assert info["infra_error"]["type"] == "ValueError"
+
+
+def test_details_never_overwrite_the_verdict():
+    env = WordEnv(lambda env, answer: graded(False, details={"correct": True, "parsed_action": "cat", "note": 1}))
+    obs, reward, info = play(env, "\\boxed{dog}")
+    assert (reward, info["correct"], info["parsed_action"], info["note"]) == (0.0, False, "dog", 1)
