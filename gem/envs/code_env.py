@@ -165,17 +165,14 @@ class CodeEnv(SingleTurnEnv):
     def _extract(self, action: str) -> str | None:
         return extract_code_from_model(action)
 
-    def _score(self, answer: str) -> tuple[float, bool | None, dict[str, Any]]:
-        report = self.run_tests(answer)
-        passed, total = report["passed"], report["total"]
-        if report["grading"] != "ok":
-            return self.ungraded_reward, None, report
-        correct = total > 0 and passed == total
-        if self.reward_mode == "fraction":
-            reward = self.success_reward * passed / total if total else 0.0
-        else:
-            reward = self.success_reward if correct else self.fail_reward
-        return reward, correct, report
+    def _score(self, answer: str) -> GradeResult:
+        return self.grade_program(answer)  # details: passed, total, first_failure, verdicts
+
+    def _reward(self, result: GradeResult) -> float:
+        """``reward_mode="fraction"`` pays the share of tests passed (``success_reward * score``)."""
+        if result.graded and self.reward_mode == "fraction":
+            return self.success_reward * result.score
+        return super()._reward(result)
 
     def _step(self, action: str):
         obs, reward, terminated, truncated, info = super()._step(action)

@@ -17,6 +17,7 @@ from gem.envs.qa_env import QaEnv
 from gem.params import Param, check_params
 from gem.utils.parsing import extract_last_boxed_answer
 from gem.grading.qa import em_check
+from gem.grading.result import GradeResult, graded
 
 LOGIC_PROMPT = "{question}\n\nPut your final answer within \\boxed{{}}."
 
@@ -91,9 +92,8 @@ class RuleReasoningEnv(SingleTurnEnv):
     def _extract(self, action: str) -> Optional[str]:
         return extract_last_boxed_answer(action)
 
-    def _score(self, answer: str) -> tuple[float, bool, dict[str, Any]]:
-        correct = em_check(answer, self.answer)
-        return (self.success_reward if correct else self.fail_reward), correct, {}
+    def _score(self, answer: str) -> GradeResult:
+        return graded(em_check(answer, self.answer))
 
     def sample_random_action(self) -> str:
         return f"\\boxed{{{self.action_rng.choice(LABELS)}}}"

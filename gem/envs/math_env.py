@@ -18,11 +18,13 @@ value (``\\frac{1}{2}``, ``1/2``, ``0.5``); any other dataset raises
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Optional
 
 from gem.compat.math_env import math_env_compat, verify_fn  # noqa: F401
 from gem.envs.single_turn import EVAL_PARAM, SingleTurnEnv, rows_from
 from gem.params import Param, check_params
+from gem.grading.result import GradeResult
 from gem.grading.math_pool import DEFAULT_TIMEOUT_S, default_grader, grade_math, require_math_verify
 from gem.utils.parsing import extract_last_boxed_answer
 
@@ -91,11 +93,9 @@ class MathEnv(SingleTurnEnv):
     def _extract(self, action: str) -> Optional[str]:
         return extract_last_boxed_answer(action)
 
-    def _score(self, answer: str) -> tuple[float, Optional[bool], dict[str, Any]]:
+    def _score(self, answer: str) -> GradeResult:
         result = grade_math(answer, self.answer, timeout=self.grade_timeout)
-        if not result.graded:
-            return self.ungraded_reward, None, result.info()
-        return (self.success_reward if result.correct else self.fail_reward), result.correct, result.info()
+        return dataclasses.replace(result, details={})  # which path decided is not part of info
 
     def sample_random_action(self) -> str:
         return f"\\boxed{{{self.action_rng.randint(0, 100)}}}"

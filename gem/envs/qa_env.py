@@ -11,12 +11,14 @@ the prompt.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Optional
 
 from gem.compat.qa_env import qa_env_compat
 from gem.envs.single_turn import EVAL_PARAM, SingleTurnEnv, rows_from
 from gem.params import Param, check_params
 from gem.grading.qa import em_check, extract_answer, grade_qa
+from gem.grading.result import GradeResult
 
 QA_PROMPT = (
     "Answer the question. Think it through first if you like, then give only the final answer "
@@ -103,14 +105,16 @@ class QaEnv(SingleTurnEnv):
     def _extract(self, action: str) -> Optional[str]:
         return extract_answer(action, "boxed" if self.extract_boxed else "tag")
 
-    def _score(self, answer: str) -> tuple[float, Optional[bool], dict[str, Any]]:
+    def _score(self, answer: str) -> GradeResult:
         golds = self.answer if isinstance(self.answer, (list, tuple)) else [self.answer]
         result = grade_qa(answer, golds, metric=self.reward)
-        if self.reward == "f1":
-            reward = self.success_reward * result.score
-        else:
-            reward = self.success_reward if result.correct else self.fail_reward
-        return reward, result.correct, {"f1": result.details["f1"]}
+        return dataclasses.replace(result, details={"f1": result.details["f1"]})  # info has the F1
+
+    def _reward(self, result: GradeResult) -> float:
+        """``reward="f1"`` pays the token F1 (``success_reward * score``); ``"em"`` pays 1 or 0."""
+        if result.graded and self.reward == "f1":
+            return self.success_reward * result.score
+        return super()._reward(result)
 
     def sample_random_action(self) -> str:
         word = self.action_rng.choice(_RANDOM_WORDS)

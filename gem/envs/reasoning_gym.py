@@ -34,6 +34,7 @@ from gem.compat.reasoning_gym import reasoning_gym_compat
 from gem.core import StepResult
 from gem.envs.single_turn import EVAL_PARAM, SingleTurnEnv
 from gem.errors import report_infra_failure
+from gem.grading.result import GradeResult, graded, ungraded
 from gem.params import Param, check_params
 from gem.grading.math_answers import hedged
 from gem.utils.parsing import extract_last_boxed_answer
@@ -275,11 +276,11 @@ class ReasoningGymEnv(SingleTurnEnv):
     def _extract(self, action: str) -> Optional[str]:
         return extract_last_boxed_answer(action)
 
-    def _score(self, answer: str) -> tuple[float, Optional[bool], dict[str, Any]]:
+    def _score(self, answer: str) -> GradeResult:
         ds = self._pass_ds[1] if self._from_pass else self._ds
         refused = _refuse(self.name, answer, self.item)
         if refused is not None:
-            return self.fail_reward, False, {"score": 0.0, "refused": refused}
+            return graded(False, score=0.0, details={"score": 0.0, "refused": refused})
         try:
             score = float(ds.score_answer(answer=answer, entry=self.item))
             if score >= 1.0 and _pays_anything(ds, self.item):
@@ -287,16 +288,18 @@ class ReasoningGymEnv(SingleTurnEnv):
                 gold = self.item.get("answer")
                 score = 1.0 if gold is not None and _same(answer, str(gold)) else 0.0
         except Exception as exc:  # the scorer's failure, not a wrong answer: reported, not graded
-            reason = f"{type(exc).__name__}: {exc}"
-            extra = {"score": None, "grading": "error", "grading_error": {"component": "rg:scorer", "reason": reason}}
-            report_infra_failure(extra, "rg:scorer", exc)
-            return self.ungraded_reward, None, extra
-        correct = score >= 1.0
-        if self.partial_credit:
-            reward = self.success_reward * max(0.0, min(1.0, score))
-        else:
-            reward = self.success_reward if correct else self.fail_reward
-        return reward, correct, {"score": score}
+            details: dict[str, Any] = {"score": None}
+            report_infra_failure(details, "rg:scorer", exc)  # details["infra_error"]: reported here
+            return ungraded("error", "rg:scorer", f"{type(exc).__name__}: {exc}", details)
+        # the result's score is kept in [0, 1] (NaN: 0); info["score"] is the scorer's own
+        return graded(score >= 1.0, score=score, details={"score": score})
+
+    def _reward(self, result: GradeResult) -> float:
+        """``partial_credit=True`` pays reasoning-gym's score (``success_reward * score``); a
+        refused answer (a hedge, a spray of answers) pays ``fail_reward`` either way."""
+        if result.graded and self.partial_credit and "refused" not in result.details:
+            return self.success_reward * result.score
+        return super()._reward(result)
 
     def reference_solution(self) -> Optional[str]:
         """A reply that solves the current item, for the tasks that keep no gold answer

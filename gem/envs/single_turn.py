@@ -17,8 +17,10 @@ a shuffled epoch, or the dataset in order with ``eval=True``; ``reset(idx=i)`` t
   ``info["grading"] = "ok"``. ``gem eval`` counts ungraded episodes in its summary, so they can be
   told apart from wrong answers.
 
-Subclasses say how to extract (``_extract``) and how to score (``_score``); dataset-backed ones
-get their rows from :func:`gem.data.load`, generated ones override ``_num_items``/``_get_item``.
+Subclasses say how to extract (``_extract``) and how to grade (``_score``, which returns a
+:class:`~gem.grading.result.GradeResult`); ``step`` pays from that result (``_reward``) and puts
+its status and ``details`` in ``info``. Dataset-backed ones get their rows from
+:func:`gem.data.load`, generated ones override ``_num_items``/``_get_item``.
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import warnings
 from typing import Any, Optional, Sequence
 
 from gem.core import Env, StepResult
 from gem.errors import DependencyNotInstalled, InfrastructureError, report_infra_failure
+from gem.grading.result import GradeResult, graded, ungraded
 from gem.params import Param
 from gem.utils import constants
 from gem.utils.text import preview
@@ -86,10 +90,30 @@ class SingleTurnEnv(Env):
     def _extract(self, action: str) -> Optional[str]:
         raise NotImplementedError
 
-    def _score(self, answer: str) -> tuple[float, Optional[bool], dict[str, Any]]:
-        """``(reward, correct, extra info)`` for an extracted answer; ``correct`` is ``None`` when the
-        answer could not be graded (``extra`` then has ``grading``/``grading_error``)."""
+    def _score(self, answer: str) -> GradeResult:
+        """Grade an extracted answer: a :class:`~gem.grading.result.GradeResult` (``graded(correct,
+        score=..., details=...)``, or ``ungraded("timeout"|"error", component, reason)`` when the
+        answer could not be graded). ``step`` pays it with :meth:`_reward` and puts ``details`` in
+        ``info``. The former return value, a ``(reward, correct, extra info)`` tuple, still works:
+        it is converted (with a ``DeprecationWarning``) and its reward paid as it is."""
         raise NotImplementedError
+
+    def _reward(self, result: GradeResult) -> float:
+        """What a graded answer earns: ``success_reward`` when correct, ``fail_reward`` when wrong,
+        ``ungraded_reward`` when it could not be graded. Envs that pay partial credit (QA's F1,
+        code's share of tests, ReasoningGym's scores) pay ``success_reward * result.score``."""
+        if not result.graded:
+            return self.ungraded_reward
+        return self.success_reward if result.correct else self.fail_reward
+
+    def _grade(self, answer: str) -> tuple[GradeResult, float]:
+        """``_score``'s result and the reward it earns (a former tuple converted)."""
+        scored = self._score(answer)
+        if isinstance(scored, GradeResult):
+            return scored, self._reward(scored)
+        if isinstance(scored, tuple) and len(scored) == 3:
+            return _from_tuple(type(self), scored)
+        raise TypeError(f"{type(self).__name__}._score returned {type(scored).__name__}, not a GradeResult.")
 
     def _reset_info(self, item: dict[str, Any]) -> dict[str, Any]:
         return {"suffix": self.instruction, "index": self.idx}
@@ -136,26 +160,26 @@ class SingleTurnEnv(Env):
             return self._result(NO_ANSWER_FORMAT.format(how=how, reply=preview(text, 80)), reward,
                                 terminated=True, truncated=True, info=info)
         try:
-            reward, correct, extra = self._score(answer)
+            result, reward = self._grade(answer)
         except (InfrastructureError, DependencyNotInstalled):
             raise  # strict mode: a grader's failure raised where it was reported; or a setup to fix
         except Exception as exc:  # a grader that crashed: its failure, never the agent's wrong answer
-            reward, correct = self.ungraded_reward, None
-            extra = {"grading": "error", "grading_error": {"component": "grader", "reason": f"{type(exc).__name__}: {exc}"}}
-            report_infra_failure(extra, "grader", exc)
-        info = {"correct": correct, "formatted": True, "grading": "ok", "parsed_action": preview(answer, 1000),
-                **extra}
-        if correct is None:
-            failure = info.get("grading_error") or {}
-            if "infra_error" not in info:  # a timeout, a full queue, a dead worker, a sandbox failure
-                report_infra_failure(
-                    info, f"grader:{failure.get('component')}", f"{info.get('grading')}: {failure.get('reason')}"
-                )
-            obs = UNGRADED_FORMAT.format(component=failure.get("component"), reason=failure.get("reason"),
-                                         reward=reward)
+            crash: dict[str, Any] = {}
+            report_infra_failure(crash, "grader", exc)
+            result = ungraded("error", "grader", f"{type(exc).__name__}: {exc}", crash)
+            reward = self.ungraded_reward
+        info = {"correct": result.correct, "formatted": True, "grading": "ok", "parsed_action": preview(answer, 1000)}
+        details = {k: v for k, v in result.details.items() if k not in info}  # details never overwrite the verdict
+        reported = details.pop("infra_error", None)  # a grader that reported its own failure
+        info.update(details, **result.info())
+        if reported is not None:
+            info["infra_error"] = reported
+        if not result.graded:
+            if reported is None:  # a timeout, a full queue, a dead worker, a sandbox failure
+                report_infra_failure(info, f"grader:{result.component}", f"{result.status}: {result.reason}")
+            obs = UNGRADED_FORMAT.format(component=result.component, reason=result.reason, reward=reward)
         else:
-            info["correct"] = bool(correct)
-            obs = "Correct." if correct else f"Incorrect: your answer was {preview(answer, 80)!r}."
+            obs = "Correct." if result.correct else f"Incorrect: your answer was {preview(answer, 80)!r}."
         return self._result(obs, reward, terminated=True, truncated=True, info=info)
 
     @property  # type: ignore[override]
@@ -189,6 +213,34 @@ class SingleTurnEnv(Env):
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.__dict__.update({k: copy.deepcopy(v) for k, v in state.items() if k not in self._shared})
+
+
+def _from_tuple(cls: type, scored: tuple[Any, Any, Any]) -> tuple[GradeResult, float]:
+    """A ``(reward, correct, extra info)`` tuple, ``_score``'s former return value, as a
+    :class:`GradeResult` and the reward it claims (which must be a finite number). ``correct is
+    None`` is ungraded, with the status and ``grading_error`` of ``extra``; the rest of ``extra``
+    becomes ``details``."""
+    warnings.warn(
+        f"{cls.__name__}._score returned a (reward, correct, info) tuple; return a gem.grading.GradeResult "
+        "(gem.grading.result.graded(correct, score=..., details=...) or ungraded(status, component, reason)) "
+        "and override _reward to pay other than success_reward/fail_reward.",
+        DeprecationWarning,
+        stacklevel=4,
+    )
+    reward, correct, extra = scored
+    reward = float(reward)
+    if not math.isfinite(reward):
+        raise ValueError(f"{cls.__name__}._score returned the reward {reward!r}, not a finite number.")
+    details = dict(extra or {})
+    status = details.pop("grading", "ok")
+    failure = details.pop("grading_error", None) or {}
+    if correct is None:
+        result = ungraded(status if status in ("timeout", "error") else "error",
+                          str(failure.get("component") or "grader"),
+                          str(failure.get("reason") or "the grader gave no verdict"), details)
+    else:
+        result = graded(bool(correct), details=details)
+    return result, reward
 
 
 def rows_from(

@@ -1,4 +1,4 @@
-"""Grading: what decides a single-turn task's reward, with one result type for every grader.
+"""Grading: what decides a task's reward, with one result type for every grader.
 
 - :mod:`gem.grading.result`: :class:`GradeResult` (``status`` ``"ok"``/``"timeout"``/``"error"``,
   ``correct``, ``score``, ``component``, ``reason``, ``details``).
@@ -9,6 +9,9 @@
 - :mod:`gem.grading.qa`: exact match and token F1 for question answering (:func:`grade_qa`).
 - :mod:`gem.grading.code_tests`: a program's tests run in the sandbox and judged outside it
   (:func:`run_code_tests`).
+- :mod:`gem.grading.harness`: a task's hidden tests run by a trusted harness in a fresh sandbox
+  run, its nonce-marked verdict lines read here (:func:`run_harness`); the terminal and SWE envs'
+  :class:`Verdict` is a ``GradeResult`` with each test's result in ``details``.
 
 The names below are imported on first use, so ``import gem.grading`` starts nothing.
 """
@@ -29,6 +32,8 @@ _HOMES = {
     "f1_score": "qa",
     "run_code_tests": "code_tests",
     "normalize_tests": "code_tests",
+    "Verdict": "harness",
+    "run_harness": "harness",
 }
 
 __all__ = sorted(_HOMES)

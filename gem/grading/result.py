@@ -14,10 +14,18 @@ The last two are *ungraded*: ``correct`` is ``None`` (not known, never "wrong") 
 0.0, so an answer that makes its grader fail earns nothing. ``component`` and ``reason`` then say
 what failed and why. The statuses are the values an env puts in ``info["grading"]``
 (:meth:`GradeResult.info`), and ``gem eval`` counts ungraded episodes by them.
+
+A score is kept in [0, 1]: one above 1 counts as 1, one below 0 as 0, and one that is not a
+number (NaN) as 0, so a grader that computes nonsense from an answer never pays for it.
+
+Single-turn envs return a ``GradeResult`` from ``_score`` and ``step`` pays from it
+(:mod:`gem.envs.single_turn`); the terminal and SWE envs' hidden tests give a
+:class:`gem.grading.harness.Verdict`, a ``GradeResult`` with each test's result in ``details``.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Optional
 
@@ -36,9 +44,10 @@ class GradeResult:
         component: what could not finish (``"math-verify"``, ``"sandbox"``), when ungraded.
         reason: why, in words, when ungraded.
         score: the grader's score in [0, 1]; by default 1.0 for a correct answer, else 0.0
-            (always 0.0 when ungraded).
+            (always 0.0 when ungraded; clamped into [0, 1], NaN counts as 0.0).
         details: what else the grader found (QA: ``em`` and ``f1``; code: ``passed``, ``total``,
-            ``first_failure`` and the per-test ``verdicts``). Not part of equality.
+            ``first_failure`` and the per-test ``verdicts``; hidden tests: ``results``). A
+            single-turn env puts them in ``info``. Not part of equality.
     """
 
     status: GradeStatus
@@ -57,6 +66,7 @@ class GradeResult:
             score = 1.0 if self.correct is True else 0.0
         else:
             score = float(self.score)
+            score = 0.0 if math.isnan(score) else min(1.0, max(0.0, score))
         object.__setattr__(self, "score", score)
 
     @property

@@ -124,6 +124,17 @@ def test_partial_credit_passes_the_score_through():
     assert reward == info["score"] and 0.0 <= reward < 1.0
 
 
+@pytest.mark.parametrize("score, paid", [(float("nan"), 0.0), (0.4, 0.4), (-3.0, 0.0)])
+def test_partial_credit_pays_only_a_score_in_zero_to_one(score, paid, monkeypatch):
+    # a scorer that computes NaN from an answer ("nan" parsed as a number) paid 1.0 before
+    env = gem.make("rg:basic_arithmetic", partial_credit=True, success_reward=2.0)
+    env.reset(seed=0)
+    monkeypatch.setattr(env.unwrapped._ds, "score_answer", lambda answer, entry: score)
+    _, reward, _, _, info = env.step("\\boxed{nan}")
+    assert reward == pytest.approx(2.0 * paid) and info["correct"] is (score >= 1.0) and info["grading"] == "ok"
+    assert info["score"] == score or (score != score and info["score"] != info["score"])  # the scorer's own value
+
+
 def test_bad_arguments_name_valid_choices():
     from gem.envs.reasoning_gym import ReasoningGymEnv
 

@@ -48,3 +48,8 @@ def test_the_former_result_type_is_this_one():
 
     assert math_grader.GradeResult is GradeResult and math_grading_pool.GradeResult is GradeResult
     assert math_grader.ungraded is ungraded and math_grading_pool.graded is graded
+
+
+@pytest.mark.parametrize("given, kept", [(1.5, 1.0), (-0.2, 0.0), (float("nan"), 0.0), (float("inf"), 1.0), (0.25, 0.25)])
+def test_a_score_is_kept_in_zero_to_one_and_nan_never_pays(given, kept):
+    assert graded(False, score=given).score == kept

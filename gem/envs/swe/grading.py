@@ -8,7 +8,9 @@ observations with the task's expected values, which never leave this process, ty
 (:mod:`gem.envs.swe.values`). For pytest instances the child runs pytest and sends a signed
 report (:mod:`gem.envs.swe._pytest_child`); the workspace is checked for planted pytest
 configuration first. Missing, malformed or unsigned results count as failed; a run that could not
-start is ungraded.
+start is ungraded. The run and the reading of its nonce-marked lines are
+:func:`gem.grading.harness.run_harness`'s (shared with the terminal envs); the result is a
+:class:`~gem.grading.harness.Verdict`, a :class:`~gem.grading.result.GradeResult`.
 """
 
 from __future__ import annotations
@@ -28,9 +30,9 @@ from typing import Any, Optional
 
 from gem.envs.swe.checks import SameAsNext
 from gem.envs.swe.values import DecodeError, decode, same, show
-from gem.envs.terminal.verify import Verdict
-from gem.sandbox.shell_sandbox import RUNTIME_SOURCE, compiled_cell
-from gem.sandbox import Sandbox, SandboxError
+from gem.grading.harness import Verdict, run_harness
+from gem.sandbox.shell_sandbox import RUNTIME_SOURCE
+from gem.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
 
@@ -297,42 +299,18 @@ def grade_workspace(sandbox: Sandbox, task: Any, workspace_tar: Optional[bytes])
     workspace = merge_overlay(workspace_tar, _pristine(task), drop_bytecode=task.runner == "pytest")
     tests, keys = _test_inputs(task, names)
     header = {"tests": tests, "test_timeout": task.test_timeout, "programs": PROGRAMS}
-    nonce = secrets.token_hex(16)
-    head = json.dumps(header).encode("utf-8")
-    stdin = b"".join([len(head).to_bytes(8, "little"), head, len(workspace).to_bytes(8, "little"), workspace,
-                      nonce.encode("ascii")])
     timeout = (task.test_timeout + _PER_TEST_OVERHEAD) * max(1, len(names)) + _SLACK
-    try:
-        result = sandbox.run(compiled_cell(SUPERVISOR_SOURCE, "<gem-swe-supervisor>"), stdin, timeout=timeout,
-                             memory_mb=2048 if task.runner == "pytest" else 1024, max_processes=64,
-                             file_size_mb=64, output_bytes=(1 << 20) + len(names) * (1 << 20) + (1 << 16))
-    except (SandboxError, ValueError) as exc:
-        return Verdict([], graded=False, reason=f"the sandbox could not run the tests: {exc}")
-    started = False
-    outputs: dict[int, dict[str, Any]] = {}
-    prefix = nonce + " "
-    for line in result.stdout.splitlines():
-        if not line.startswith(prefix):
-            continue
-        try:
-            record = json.loads(line[len(prefix):])
-        except ValueError:
-            continue
-        if not isinstance(record, dict):
-            continue
-        if "error" in record:
-            return Verdict([], graded=False, reason=str(record["error"]))
-        if "start" in record:
-            started = True
-        elif isinstance(record.get("i"), int) and record["i"] not in outputs:
-            outputs[record["i"]] = record
-    if not started:
-        return Verdict([], graded=False, reason=f"the test supervisor did not start ({result.reason}): {result.stderr.strip()[-300:]}")
+    run = run_harness(sandbox, SUPERVISOR_SOURCE, "<gem-swe-supervisor>", header, [workspace], timeout=timeout,
+                      memory_mb=2048 if task.runner == "pytest" else 1024,
+                      output_bytes=(1 << 20) + len(names) * (1 << 20) + (1 << 16), name="the test supervisor")
+    if run.ungraded is not None:
+        return run.ungraded
+    outputs = run.first_by("i")
     results = []
     for i, name in enumerate(names):
         rec = outputs.get(i)
         if rec is None:
-            passed, detail = False, f"no result (the run stopped: {result.reason})"
+            passed, detail = False, f"no result (the run stopped: {run.stop_reason})"
         elif rec.get("status") == "timeout":
             passed, detail = False, f"the test did not finish within {task.test_timeout:g} s"
         elif rec.get("status") != "ok":

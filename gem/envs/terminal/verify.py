@@ -1,82 +1,31 @@
 """Grade a workspace against hidden tests in a fresh sandbox run (the env's side of the boundary).
 
-The agent's session never holds the tests. :func:`verify` starts a new
+The agent's session never holds the tests. :func:`verify_task` starts a new
 :meth:`~gem.sandbox.Sandbox.run` whose program is the harness
 (:mod:`gem.envs.terminal._harness`) and whose stdin carries the tests, the exported workspace and
 a fresh random nonce, last. Only lines of the run's stdout that start with the nonce count; tests
-with no verdict (the harness was killed, it timed out) count as failed.
+with no verdict (the harness was killed, it timed out) count as failed. The run and the reading
+are :func:`gem.grading.harness.run_harness`'s, shared with the SWE envs; the result is a
+:class:`~gem.grading.harness.Verdict` (a :class:`~gem.grading.result.GradeResult`), importable
+from here as before.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
-import secrets
 from pathlib import Path
 from typing import Any, Optional
 
-from gem.sandbox.shell_sandbox import RUNTIME_SOURCE, compiled_cell
-from gem.sandbox import Sandbox, SandboxError
+from gem.grading import harness
+from gem.grading.harness import Verdict
+from gem.sandbox.shell_sandbox import RUNTIME_SOURCE
+from gem.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
 
 EXPORT_SOURCE = Path(__file__).with_name("_export.py").read_text(encoding="utf-8")
 HARNESS_SOURCE = "\n".join([RUNTIME_SOURCE, EXPORT_SOURCE, Path(__file__).with_name("_harness.py").read_text(encoding="utf-8")])
 _SLACK = 15.0
-
-
-@dataclasses.dataclass
-class Verdict:
-    """The outcome of a verification.
-
-    Attributes:
-        results: one ``{"test", "passed", "detail"}`` per test, in order.
-        graded: False when grading itself could not run (the sandbox failed, the workspace could
-            not be exported); ``reason`` says why. An ungraded episode scores 0 but is not a failure.
-        skipped: what the workspace held that was not exported to the tests (sockets, fifos,
-            device nodes, files over the size limit, trees nested too deep), one line each.
-    """
-
-    results: list[dict[str, Any]]
-    graded: bool = True
-    reason: str = ""
-    skipped: list[str] = dataclasses.field(default_factory=list)
-
-    @property
-    def passed(self) -> int:
-        return sum(1 for r in self.results if r.get("passed"))
-
-    @property
-    def total(self) -> int:
-        return len(self.results)
-
-    @property
-    def score(self) -> float:
-        """Share of tests passed (a script test may give a fractional score)."""
-        if not self.results or not self.graded:
-            return 0.0
-        if len(self.results) == 1 and isinstance(self.results[0].get("score"), (int, float)):
-            return float(self.results[0]["score"])
-        return self.passed / self.total
-
-    def summary(self) -> str:
-        if not self.graded:
-            return f"Not graded: {self.reason}"
-        lines = [f"Tests passed: {self.passed}/{self.total}"]
-        for r in self.results:
-            mark = "PASS" if r.get("passed") else "FAIL"
-            detail = f" - {r['detail'][:200]}" if r.get("detail") and not r.get("passed") else ""
-            lines.append(f"  [{mark}] {r['test']}{detail}")
-        if self.skipped:
-            lines.append("Not exported to the tests: " + "; ".join(self.skipped[:10])
-                         + (f"; and {len(self.skipped) - 10} more" if len(self.skipped) > 10 else ""))
-        return "\n".join(lines)
-
-    def to_info(self) -> dict[str, Any]:
-        return {"tests_passed": self.passed, "tests_total": self.total, "graded": self.graded,
-                "test_results": [dict(r) for r in self.results], **({"ungraded_reason": self.reason} if not self.graded else {}),
-                **({"export_skipped": list(self.skipped)} if self.skipped else {})}
 
 
 def run_harness(
@@ -93,44 +42,22 @@ def run_harness(
     ``inputs_tar`` holds the task's pristine starting files: the checks read them with
     ``original()``, and those named in ``header["protected"]`` must be in the workspace unchanged.
     """
-    nonce = secrets.token_hex(16)
+    parts = [workspace_tar]
     if inputs_tar is not None:
         header = dict(header, inputs=True)
-    head = json.dumps(header).encode("utf-8")
-    parts = [len(head).to_bytes(8, "little"), head, len(workspace_tar).to_bytes(8, "little"), workspace_tar]
-    if inputs_tar is not None:
-        parts += [len(inputs_tar).to_bytes(8, "little"), inputs_tar]
-    stdin = b"".join(parts + [nonce.encode("ascii")])
-    try:
-        result = sandbox.run(compiled_cell(HARNESS_SOURCE, "<gem-harness>"), stdin, timeout=timeout, memory_mb=memory_mb, max_processes=64,
-                             file_size_mb=64, output_bytes=4 << 20)
-    except (SandboxError, ValueError) as exc:
-        return Verdict([], graded=False, reason=f"the sandbox could not run the tests: {exc}")
-    started = False
-    verdicts: dict[str, dict[str, Any]] = {}
-    prefix = nonce + " "
-    for line in result.stdout.splitlines():
-        if not line.startswith(prefix):
-            continue
-        try:
-            record = json.loads(line[len(prefix):])
-        except ValueError:
-            continue
-        if "error" in record:
-            return Verdict([], graded=False, reason=str(record["error"]))
-        if "start" in record:
-            started = True
-        elif "test" in record and record["test"] in test_names and record["test"] not in verdicts:
-            verdicts[record["test"]] = record
-    if not started:
-        return Verdict([], graded=False, reason=f"the harness did not start ({result.reason}): {result.stderr.strip()[-300:]}")
+        parts.append(inputs_tar)
+    run = harness.run_harness(sandbox, HARNESS_SOURCE, "<gem-harness>", header, parts, timeout=timeout,
+                              memory_mb=memory_mb, output_bytes=4 << 20, name="the harness")
+    if run.ungraded is not None:
+        return run.ungraded
+    verdicts = run.first_by("test")
     results = []
     for name in test_names:
         rec = verdicts.get(name)
         if rec is None:
-            rec = {"test": name, "passed": False, "detail": f"no verdict (the harness stopped: {result.reason})"}
+            rec = {"test": name, "passed": False, "detail": f"no verdict (the harness stopped: {run.stop_reason})"}
         if rec.get("ungraded"):  # the test could not give a verdict (a reward file holding inf or nan)
-            return Verdict([], graded=False, reason=str(rec["ungraded"]))
+            return Verdict([], graded=False, reason=str(rec["ungraded"]), component="tests")
         rec = {"test": name, "passed": rec.get("passed") is True, "detail": str(rec.get("detail") or ""),
                **({"score": rec["score"]} if isinstance(rec.get("score"), (int, float)) else {})}
         results.append(rec)
