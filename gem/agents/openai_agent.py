@@ -33,12 +33,14 @@ A request carries nothing but the standard chat fields: nothing about the episod
 
 Token recording (``record_tokens=True``, ``gem eval --record-tokens``): each request also asks for
 the sampled tokens' ids and log-probabilities, with the standard ``logprobs: true, top_logprobs: 0``
-and vLLM's ``return_token_ids`` and ``return_tokens_as_token_ids`` (servers that do not know them
-ignore them: llama.cpp does). Each call record then carries ``token_source`` and the ids
+and the token-id options of vLLM (``return_token_ids``, ``return_tokens_as_token_ids``) and SGLang
+(``return_token_ids``, ``return_prompt_token_ids``) (servers that do not know them ignore them:
+llama.cpp does). Each call record then carries ``token_source`` and the ids
 (:func:`server_token_fields`, :data:`TOKEN_SOURCE_NOTES`):
 
-* ``server``: the server returned the ids of this request (vLLM's ``token_ids`` and
-  ``prompt_token_ids``, or logprob tokens written ``token_id:N``).
+* ``server``: the server returned the ids of this request (the choice's ``token_ids``, and
+  ``prompt_token_ids`` on the response (vLLM) or the choice (SGLang), or logprob tokens written
+  ``token_id:N``).
 * ``server_logprob_tokens``: the server returned one text piece and logprob per sampled token
   (llama.cpp); each piece is mapped to the one vocabulary id whose text it is, through the
   server's own ``/extras/tokenize`` and checked with its ``/extras/detokenize``: every piece must
@@ -76,7 +78,10 @@ DEFAULT_MAX_BACKOFF_S = 30.0
 TOOL_ROLES = ("tool", "user")
 TOOL_CALLING = ("text", "native")
 TOKEN_REQUEST = {"logprobs": True, "top_logprobs": 0}
-TOKEN_EXTRA_BODY = {"return_token_ids": True, "return_tokens_as_token_ids": True}
+# vLLM: return_token_ids (reply: choice token_ids, response prompt_token_ids), return_tokens_as_token_ids
+# (logprob tokens written token_id:N); SGLang: return_token_ids and return_prompt_token_ids (reply:
+# choice token_ids and choice prompt_token_ids). Each server ignores the others' fields.
+TOKEN_EXTRA_BODY = {"return_token_ids": True, "return_tokens_as_token_ids": True, "return_prompt_token_ids": True}
 MAX_PIECES = 32768  # pieces recovered per reply at most (a reply is bounded by max_tokens anyway)
 
 
@@ -489,7 +494,7 @@ class TokenRecovery:
 
 
 def _refuses_token_options(exc: BaseException) -> bool:
-    """Whether ``exc`` is a 400/422 that names one of vLLM's token-id options."""
+    """Whether ``exc`` is a 400/422 that names one of the token-id options (vLLM's, SGLang's)."""
     status = getattr(exc, "status_code", None)
     return status in (400, 422) and any(k in str(exc) for k in TOKEN_EXTRA_BODY)
 
@@ -529,7 +534,9 @@ def server_token_fields(response: dict[str, Any]) -> dict[str, Any]:
     pieces = [e.get("token") for e in entries] if entries is not None else None
     none: dict[str, Any] = {"token_source": "none", "prompt_token_ids": None, "completion_token_ids": None,
                             "completion_logprobs": None}
-    prompt_ids = _int_list(response.get("prompt_token_ids"))
+    prompt_ids = _int_list(response.get("prompt_token_ids"))  # vLLM puts them on the response
+    if prompt_ids is None:
+        prompt_ids = _int_list(choice.get("prompt_token_ids"))  # SGLang, on the choice
     ids = _int_list(choice.get("token_ids"))
     if ids is None and pieces is not None and pieces and all(isinstance(p, str) and _TOKEN_ID.fullmatch(p) for p in pieces):
         ids = [int(_TOKEN_ID.fullmatch(p).group(1)) for p in pieces]  # type: ignore[union-attr]

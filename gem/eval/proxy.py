@@ -3,9 +3,9 @@
 Any agent harness that speaks the OpenAI chat API (the OpenAI SDK, mini-swe-agent, a custom
 loop) points its base URL at the proxy instead of the server. The proxy forwards each
 ``POST /v1/chat/completions`` to the upstream server with the token options added (the same as
-``gem eval --record-tokens``: ``logprobs``, ``top_logprobs: 0``, vLLM's ``return_token_ids`` and
-``return_tokens_as_token_ids``), takes them out of the reply again when the harness did not ask
-for them, and records the exchange with its token ids (:class:`gem.agents.openai_agent.TokenRecovery`
+``gem eval --record-tokens``: ``logprobs``, ``top_logprobs: 0``, and the token-id options of vLLM
+and SGLang, ``return_token_ids``, ``return_tokens_as_token_ids`` and ``return_prompt_token_ids``),
+takes them out of the reply again when the harness did not ask for them, and records the exchange with its token ids (:class:`gem.agents.openai_agent.TokenRecovery`
 says how they were obtained: ``token_source``).
 
 Episodes: a request names its episode in the ``X-GEM-Episode`` header (1 to 128 characters of
@@ -72,8 +72,9 @@ async def _read_body(request: Request, cap: int) -> Optional[bytes]:
 
 def _strip(reply: dict[str, Any], asked: dict[str, Any]) -> dict[str, Any]:
     """``reply`` without what the proxy asked for and the harness did not."""
+    prompt_ids_asked = asked.get("return_token_ids") or asked.get("return_prompt_token_ids")
     if not asked.get("return_token_ids"):
-        reply.pop("prompt_token_ids", None)
+        reply.pop("prompt_token_ids", None)  # vLLM's place
     for choice in reply.get("choices") or []:
         if not isinstance(choice, dict):
             continue
@@ -81,6 +82,8 @@ def _strip(reply: dict[str, Any], asked: dict[str, Any]) -> dict[str, Any]:
             choice.pop("logprobs", None)
         if not asked.get("return_token_ids"):
             choice.pop("token_ids", None)
+        if not prompt_ids_asked:
+            choice.pop("prompt_token_ids", None)  # SGLang's place
     return reply
 
 

@@ -167,3 +167,12 @@ def test_gem_proxy_command_serves_on_loopback(mock_server, tmp_path: Path) -> No
         proc.wait(timeout=30)
     (call,) = [json.loads(line) for line in (tmp_path / "rec" / "calls.jsonl").read_text().splitlines()]
     assert call["episode"] == "e1" and call["reply"] == "hello" and call["token_source"] == "none"
+
+
+def test_what_the_proxy_asked_for_is_taken_out_for_a_harness_that_did_not_ask() -> None:
+    from gem.eval.proxy import _strip
+
+    reply = {"prompt_token_ids": [1], "choices": [{"token_ids": [2], "prompt_token_ids": [1], "logprobs": {}, "message": {}}]}
+    assert _strip(dict(reply, choices=[dict(reply["choices"][0])]), {}) == {"choices": [{"message": {}}]}
+    kept = _strip(dict(reply, choices=[dict(reply["choices"][0])]), {"return_prompt_token_ids": True})
+    assert kept["choices"][0]["prompt_token_ids"] == [1] and "token_ids" not in kept["choices"][0]

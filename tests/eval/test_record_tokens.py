@@ -61,6 +61,21 @@ def test_vllm_token_ids_and_prompt_ids_are_server_ids() -> None:
     assert got["completion_token_ids"] == [5, 6] and got["completion_logprobs"] is None and got["token_note"]
 
 
+def test_sglang_token_ids_and_prompt_ids_on_the_choice_are_server_ids() -> None:
+    """SGLang's chat reply (return_token_ids, return_prompt_token_ids) puts both lists on the choice."""
+    needs_extra("eval")
+    from gem.agents.openai_agent import TOKEN_EXTRA_BODY, server_token_fields
+
+    assert TOKEN_EXTRA_BODY["return_token_ids"] and TOKEN_EXTRA_BODY["return_prompt_token_ids"]
+    got = server_token_fields(_reply({"token_ids": [9, 10], "prompt_token_ids": [1, 4],
+                                      "logprobs": _lp(("h", -0.5), ("i", -0.125))}))
+    assert got == {"token_source": "server", "prompt_token_ids": [1, 4], "completion_token_ids": [9, 10],
+                   "completion_logprobs": [-0.5, -0.125], "token_note": None}
+    # the response-level list (vLLM's place) wins when both are there
+    got = server_token_fields(_reply({"token_ids": [9], "prompt_token_ids": [1]}, prompt_token_ids=[2]))
+    assert got["prompt_token_ids"] == [2]
+
+
 @pytest.mark.parametrize(
     "reply, note",
     [
