@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from gem.compat.attach import decorator
 from gem.envs.single_turn import EVAL_PARAM, SingleTurnEnv, rows_from
 from gem.grading import code_tests
 from gem.grading.code_tests import (  # noqa: F401  (also importable from here, their former home)
@@ -73,6 +74,7 @@ def __getattr__(name: str) -> Any:
 
 
 # ------------------------------------------------------------------ the env
+@decorator(ignored_kwargs=("max_turns",))  # the original's CodeEnv took and ignored it; a single turn anyway
 class CodeEnv(SingleTurnEnv):
     """A single-turn programming task judged by running its tests in the sandbox.
 
@@ -91,8 +93,6 @@ class CodeEnv(SingleTurnEnv):
             the wall-clock limit is ``test_timeout * 2 + 2``).
         use_format_error_reward: pay -0.1 (a format error) instead of 0 for a reply without a
             code block.
-        max_turns: accepted for compatibility with the original GEM and ignored (the task is
-            single-turn: every step ends the episode).
         eval: ``reset()`` walks the problems in order.
         sandbox: a :class:`~gem.sandbox.Sandbox` instead of the shared one.
     """
@@ -131,7 +131,6 @@ class CodeEnv(SingleTurnEnv):
         eval: bool = False,
         sandbox: Sandbox | None = None,
         use_format_error_reward: bool = False,
-        max_turns: int | None = None,
     ) -> None:
         check_params(self, locals())
         super().__init__(eval=eval, use_format_error_reward=use_format_error_reward)
@@ -144,7 +143,6 @@ class CodeEnv(SingleTurnEnv):
         self.verbose = verbose
         self.sandbox_type = sandbox_type
         self.reward_mode = reward_mode
-        self.max_turns = max_turns
         self.limits = sandbox_limits(test_timeout, test_memory_mb)
         self._sandbox = sandbox
         self.tests: list[dict[str, Any]] = []
