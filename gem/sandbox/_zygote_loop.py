@@ -65,8 +65,11 @@ class Zygote(RunChild):
         self.tmp_keep: list[str] = []
         # The runs' filter, built by the caller for this configuration (gem/sandbox/seccomp.py:
         # only unix sockets where ``network`` isolates runs), and the number of capset.
-        program = config.get("seccomp")
+        # Taken out of the configuration (which every run inherits): a run's code reading its memory
+        # finds the filter only as the bytes the kernel was given, not as text.
+        program = config.pop("seccomp", None)
         self.seccomp = bytes.fromhex(program) if isinstance(program, str) else None
+        del program
         self.seccomp_fprog = _seccomp_fprog(self.seccomp) if self.namespaces else None
         self.capset_nr = config.get("capset")
         # A run's own /tmp and /proc, as mount(2) arguments (encoded once, here). Its /proc is
