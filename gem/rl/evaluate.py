@@ -242,21 +242,27 @@ def render_markdown(records: Sequence[dict[str, Any]]) -> str:
 DOC_BEGIN, DOC_END = "<!-- learning-records:begin -->\n", "<!-- learning-records:end -->"
 
 
-def update_doc(doc: str | Path, record_dir: str | Path) -> bool:
-    """Replace the block between the learning-records markers of ``doc`` with the rendering of every
-    ``<record_dir>/*.json``; returns whether the file changed."""
+def replace_block(doc: str | Path, begin: str, end: str, body: str) -> bool:
+    """Replace what stands between the markers ``begin`` and ``end`` of the markdown file ``doc``
+    with ``body`` (``ValueError`` when the markers are missing); returns whether the file changed."""
     import re
 
     doc = Path(doc)
-    records = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(Path(record_dir).glob("*.json"))]
     text = doc.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(DOC_BEGIN) + r".*?" + re.escape(DOC_END), re.S)
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
     if not pattern.search(text):
-        raise ValueError(f"{doc} has no {DOC_BEGIN.strip()} ... {DOC_END} block")
-    new = pattern.sub(lambda _: DOC_BEGIN + render_markdown(records) + DOC_END, text)
+        raise ValueError(f"{doc} has no {begin.strip()} ... {end} block")
+    new = pattern.sub(lambda _: begin + body + end, text)
     if new != text:
         doc.write_text(new, encoding="utf-8")
     return new != text
+
+
+def update_doc(doc: str | Path, record_dir: str | Path) -> bool:
+    """Replace the block between the learning-records markers of ``doc`` with the rendering of every
+    ``<record_dir>/*.json``; returns whether the file changed."""
+    records = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(Path(record_dir).glob("*.json"))]
+    return replace_block(doc, DOC_BEGIN, DOC_END, render_markdown(records))
 
 
 if __name__ == "__main__":  # python -m gem.rl.evaluate docs/rl.md docs/learning

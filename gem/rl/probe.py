@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shlex
 import sys
 import time
@@ -110,11 +109,9 @@ def probe(envs: Sequence[str], n: int, model: Any, tokenizer: Any, *, greedy: bo
 def render_markdown(data: dict[str, Any]) -> str:
     """The table docs/rl.md shows, from a probe's JSON."""
     g = data["group_size"]
-    lines = [
-        f"| env | family | n | first-turn mean reward | positive first turns | solved in one turn "
-        f"| replies with `\\boxed` | learnability (G = {g}) |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+    header = (f"| env | family | n | first-turn mean reward | positive first turns | solved in one turn "
+              f"| replies with `\\boxed` | learnability (G = {g}) |")
+    lines = [header, "|---|---|---|---|---|---|---|---|"]
     for env_id, r in data["results"].items():
         family = env_id.split(":", 1)[0]
         lines.append(
@@ -126,15 +123,9 @@ def render_markdown(data: dict[str, Any]) -> str:
 
 def update_doc(doc: str | Path, data: dict[str, Any]) -> bool:
     """Replace the learnability block of ``doc`` with the table of ``data``; whether it changed."""
-    doc = Path(doc)
-    text = doc.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(DOC_BEGIN) + r".*?" + re.escape(DOC_END), re.S)
-    if not pattern.search(text):
-        raise ValueError(f"{doc} has no {DOC_BEGIN.strip()} ... {DOC_END} block")
-    new = pattern.sub(lambda _: DOC_BEGIN + render_markdown(data) + DOC_END, text)
-    if new != text:
-        doc.write_text(new, encoding="utf-8")
-    return new != text
+    from gem.rl.evaluate import replace_block
+
+    return replace_block(doc, DOC_BEGIN, DOC_END, render_markdown(data))
 
 
 def build_parser() -> argparse.ArgumentParser:
