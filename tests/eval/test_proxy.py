@@ -170,6 +170,7 @@ def test_gem_proxy_command_serves_on_loopback(mock_server, tmp_path: Path) -> No
 
 
 def test_what_the_proxy_asked_for_is_taken_out_for_a_harness_that_did_not_ask() -> None:
+    needs_extra("server")
     from gem.eval.proxy import _strip
 
     reply = {"prompt_token_ids": [1], "choices": [{"token_ids": [2], "prompt_token_ids": [1], "logprobs": {}, "message": {}}]}
