@@ -47,6 +47,7 @@ def episode_record(
     ``calls``: the agent's call records, one per turn (token ids in them are kept).
     """
     from gem.records.writer import trajectory_record
+    from gem.records.join import outcome_fields
 
     env_id = str(episode.env_id)
     schema_fields = trajectory_record(
@@ -65,26 +66,12 @@ def episode_record(
         "sample": sample,
         "seed": episode.seed,
         **extra,
-        "status": "ok" if episode.ok else "error",
-        "error": episode.error,
+        **outcome_fields(episode),  # status, error, rewards, end flags, costs: every writer's fields
         "started_at": round(time.time() - episode.seconds, 3),
-        "observation0": episode.observations[0] if episode.observations else None,
         "messages": jsonable(messages) if messages is not None else None,
         "turns": episode.steps,
-        "total_reward": episode.total_reward,
-        "task_reward": round(episode.task_reward, 10),
-        "tool_bonus": round(episode.tool_bonus, 10),
-        "success": episode.success,
-        "terminated": episode.terminated,
-        "truncated": episode.truncated,
-        "stopped": episode.stopped,
         "num_turns": episode.turns,
-        "tool_calls": episode.tool_calls,
-        "usage": dict(episode.usage),
-        "infra_error": episode.infra_error,
-        "grading": episode.grading,
         "gold": episode.gold,
-        "seconds": round(episode.seconds, 4),
         **schema_fields,
     }
 
