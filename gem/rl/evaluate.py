@@ -258,11 +258,132 @@ def replace_block(doc: str | Path, begin: str, end: str, body: str) -> bool:
     return new != text
 
 
-def update_doc(doc: str | Path, record_dir: str | Path) -> bool:
+COMPARE_BEGIN, COMPARE_END = "<!-- method-comparison:begin -->\n", "<!-- method-comparison:end -->"
+_PER_RUN_SETTINGS = ("seed", "threads")  # what may differ between the seeds of one protocol
+
+
+def _protocol(record: dict[str, Any]) -> str:
+    """What the runs of one comparison share: model, env, evaluation and every training setting but
+    the seed (and the thread count, which changes speed, not the run)."""
+    settings = {k: v for k, v in (record.get("settings") or {}).items() if k not in _PER_RUN_SETTINGS}
+    return json.dumps({"model": record.get("model"), "env": record.get("env"), "eval": record.get("eval"),
+                       "settings": settings}, sort_keys=True, default=str)
+
+
+def method_comparison(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each method's held-out improvement over its training seeds, for every protocol that two or
+    more methods (``algo``) ran.
+
+    Records belong to one protocol when everything but the training seed is the same (model, env,
+    evaluation, steps, batch, learning rate...). Per method: the seeds, each seed's improvement
+    (after - before on the record's metric), their mean and its standard error over seeds
+    (``stdev / sqrt(k)``; ``None`` for one seed) and how many runs were clear. A second record of
+    the same method and seed (a rerun) is not counted twice: the first by name is used, and the
+    others are listed in ``reruns``.
+    """
+    groups: dict[str, dict[str, dict[int, dict[str, Any]]]] = {}
+    reruns: dict[str, list[str]] = {}
+    for r in sorted(records, key=lambda r: str(r.get("name", ""))):
+        proto = _protocol(r)
+        seed = int((r.get("settings") or {}).get("seed") or 0)
+        by_seed = groups.setdefault(proto, {}).setdefault(str(r["algo"]), {})
+        if seed in by_seed:
+            reruns.setdefault(proto, []).append(str(r.get("name", "")))
+            continue
+        by_seed[seed] = r
+    out = []
+    for proto, by_algo in groups.items():
+        if len(by_algo) < 2:
+            continue
+        first = next(iter(next(iter(by_algo.values())).values()))
+        rows = []
+        for algo in sorted(by_algo):
+            runs = [by_algo[algo][s] for s in sorted(by_algo[algo])]
+            imps = [improvement(r["before"], r["after"]) for r in runs]
+            diffs = [i["diff"] for i in imps]
+            k = len(diffs)
+            mean = sum(diffs) / k
+            se = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (k - 1) / k) if k > 1 else None
+            rows.append({"algo": algo, "seeds": sorted(by_algo[algo]), "names": [r.get("name", "") for r in runs],
+                         "diffs": diffs, "mean": mean, "se": se, "clear": sum(i["clear"] for i in imps)})
+        out.append({"env": first["env"], "model": first.get("model"), "steps": first["steps"],
+                    "metric": metric(first["before"]), "rows": rows, "reruns": reruns.get(proto, [])})
+    return sorted(out, key=lambda c: (str(c["env"]), str(c["model"])))
+
+
+def comparison_figure_name(comparison: dict[str, Any]) -> str:
+    """``methods-<env>.png``, the file name of a comparison's figure (characters other than letters,
+    digits, ``-`` and ``.`` become ``-``)."""
+    import re
+
+    return "methods-" + re.sub(r"[^A-Za-z0-9.-]+", "-", str(comparison["env"])).strip("-") + ".png"
+
+
+def render_comparison(comparisons: Sequence[dict[str, Any]]) -> str:
+    """The docs table of :func:`method_comparison` (improvements to 3 decimals) and its figures' links."""
+    if not comparisons:
+        return "No env has records of two or more methods yet.\n"
+    lines = ["| env | algo | training seeds | held-out improvement, by seed | mean ± se over seeds | clear runs |",
+             "|---|---|---|---|---|---|"]
+    for c in comparisons:
+        for row in c["rows"]:
+            se = "n/a (one seed)" if row["se"] is None else f"{row['se']:.3f}"
+            per_seed = ", ".join(f"{d:+.3f}" for d in row["diffs"])
+            lines.append(f"| `{c['env']}` | {row['algo']} | {', '.join(map(str, row['seeds']))} | {per_seed} "
+                         f"| {row['mean']:+.3f} ± {se} | {row['clear']} of {len(row['diffs'])} |")
+    text = "\n".join(lines) + "\n"
+    for c in comparisons:
+        if c["reruns"]:
+            text += (f"\nFor `{c['env']}`, a second run of the same method and seed is not counted again: "
+                     f"{', '.join(f'`{n}`' for n in c['reruns'])}.\n")
+        name = comparison_figure_name(c)
+        text += f"\n![methods on {c['env']}](learning/{name})\n"
+    return text
+
+
+def plot_comparison(comparison: dict[str, Any], path: str | Path) -> Path:
+    """Each seed's improvement as a dot, each method's mean with ± 1 standard error over seeds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for x, row in enumerate(comparison["rows"]):
+        k = len(row["diffs"])
+        xs = [x - 0.12 + 0.24 * i / max(k - 1, 1) for i in range(k)]
+        ax.scatter(xs, row["diffs"], s=22, alpha=0.7, color="tab:blue",
+                   label="one training seed" if x == 0 else None)
+        ax.errorbar([x + 0.3], [row["mean"]], yerr=[row["se"] or 0.0], fmt="s", color="tab:red", capsize=5,
+                    label="mean ± se over seeds" if x == 0 else None)
+    ax.axhline(0.0, color="grey", lw=0.8)
+    ax.set_xticks(range(len(comparison["rows"])))
+    ax.set_xticklabels([f"{r['algo']}\n({len(r['diffs'])} seeds)" for r in comparison["rows"]])
+    ax.set_ylabel(f"held-out {comparison['metric'].replace('_', ' ')}: after - before")
+    ax.set_title(f"{comparison['env']}, {comparison['steps']} steps ({Path(str(comparison['model'])).name})",
+                 fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def update_doc(doc: str | Path, record_dir: str | Path, figures: bool = True) -> bool:
     """Replace the block between the learning-records markers of ``doc`` with the rendering of every
-    ``<record_dir>/*.json``; returns whether the file changed."""
+    ``<record_dir>/*.json`` and, when ``doc`` has the method-comparison markers, that block with
+    :func:`render_comparison` (``figures``: also draw each comparison's figure into ``record_dir``);
+    returns whether the file changed."""
     records = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(Path(record_dir).glob("*.json"))]
-    return replace_block(doc, DOC_BEGIN, DOC_END, render_markdown(records))
+    changed = replace_block(doc, DOC_BEGIN, DOC_END, render_markdown(records))
+    if COMPARE_BEGIN.strip() in Path(doc).read_text(encoding="utf-8"):
+        comparisons = method_comparison(records)
+        changed = replace_block(doc, COMPARE_BEGIN, COMPARE_END, render_comparison(comparisons)) or changed
+        if figures:
+            for c in comparisons:
+                plot_comparison(c, Path(record_dir) / comparison_figure_name(c))
+    return changed
 
 
 if __name__ == "__main__":  # python -m gem.rl.evaluate docs/rl.md docs/learning
