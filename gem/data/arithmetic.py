@@ -1,11 +1,19 @@
-"""The bundled offline math set: arithmetic and word problems with exact answers.
+"""The bundled offline math sets: arithmetic and word problems with exact answers.
 
 Item ``i`` comes from ``random.Random(seed + i)`` alone, so any item is reproducible on its own.
-Answers are integers or reduced fractions (``\\frac{p}{q}``). The shipped file
-``gem/data/bundled/arithmetic.jsonl.gz`` holds items 0..N-1 for seed 0 and is written by::
+Answers are integers or reduced fractions (``\\frac{p}{q}``). Two levels are shipped, items 0..N-1
+for seed 0 each:
 
-    python -m gem.data.arithmetic            # rewrites the bundled file
-    python -m gem.data.arithmetic --check    # exits 1 if the file differs from the generator
+- ``arithmetic`` (``gem/data/bundled/arithmetic.jsonl.gz``, ``math:Arithmetic``): expressions,
+  fractions, linear equations, gcd/lcm and word problems;
+- ``arithmetic-easy`` (``gem/data/bundled/arithmetic-easy.jsonl.gz``, ``math:Arithmetic-easy``):
+  one-digit addition and subtraction (``Compute $7 - 3$.``, answers 0 to 18), a start a small
+  model can learn from.
+
+Both files are written by::
+
+    python -m gem.data.arithmetic            # rewrites the bundled files
+    python -m gem.data.arithmetic --check    # exits 1 if a file differs from the generator
 """
 
 from __future__ import annotations
@@ -23,6 +31,8 @@ BUNDLED_NAME = "arithmetic"
 BUNDLED_SIZE = 5000
 BUNDLED_SEED = 0
 BUNDLED_FILE = Path(__file__).resolve().parent / "bundled" / f"{BUNDLED_NAME}.jsonl.gz"
+EASY_NAME = "arithmetic-easy"
+EASY_FILE = BUNDLED_FILE.with_name(f"{EASY_NAME}.jsonl.gz")
 
 _NAMES = ("Ava", "Ben", "Chloe", "Diego", "Emma", "Farah", "Gus", "Hana", "Ivan", "Jia", "Kofi", "Lena")
 _ITEMS = ("apples", "marbles", "stickers", "books", "pencils", "cookies", "stamps", "shells")
@@ -134,50 +144,67 @@ def _ages(rng: random.Random) -> tuple[str, Fraction, str]:
     )
 
 
+def _one_digit(rng: random.Random) -> tuple[str, Fraction, str]:
+    a, b = rng.randint(0, 9), rng.randint(0, 9)
+    if rng.random() < 0.5:
+        return f"Compute ${a} + {b}$.", Fraction(a + b), "one-digit addition"
+    a, b = max(a, b), min(a, b)  # the difference is never negative
+    return f"Compute ${a} - {b}$.", Fraction(a - b), "one-digit subtraction"
+
+
 KINDS: tuple[Callable[[random.Random], tuple[str, Fraction, str]], ...] = (
     _expression, _fractions, _linear, _gcd_lcm, _shopping, _travel, _discount, _rectangle, _ages,
 )
+LEVELS: dict[str, tuple[Callable[[random.Random], tuple[str, Fraction, str]], ...]] = {
+    BUNDLED_NAME: KINDS,
+    EASY_NAME: (_one_digit,),
+}
+FILES = {BUNDLED_NAME: BUNDLED_FILE, EASY_NAME: EASY_FILE}
 
 
-def make_item(index: int, seed: int = BUNDLED_SEED) -> dict[str, Any]:
-    """Item ``index`` of the set for ``seed``: ``{"problem", "answer", "kind", "index", "source"}``."""
+def make_item(index: int, seed: int = BUNDLED_SEED, level: str = BUNDLED_NAME) -> dict[str, Any]:
+    """Item ``index`` of the set ``level`` (``"arithmetic"`` or ``"arithmetic-easy"``) for ``seed``:
+    ``{"problem", "answer", "kind", "index", "source"}``."""
+    if level not in LEVELS:
+        raise ValueError(f"Unknown arithmetic level {level!r}; choose one of {', '.join(LEVELS)}.")
     rng = random.Random(seed + index)
-    problem, value, kind = rng.choice(KINDS)(rng)
-    return {"problem": problem, "answer": format_answer(value), "kind": kind, "index": index, "source": BUNDLED_NAME}
+    problem, value, kind = rng.choice(LEVELS[level])(rng)
+    return {"problem": problem, "answer": format_answer(value), "kind": kind, "index": index, "source": level}
 
 
-def generate(size: int = BUNDLED_SIZE, seed: int = BUNDLED_SEED) -> list[dict[str, Any]]:
-    """Items ``0..size-1`` for ``seed``."""
-    return [make_item(i, seed) for i in range(size)]
+def generate(size: int = BUNDLED_SIZE, seed: int = BUNDLED_SEED, level: str = BUNDLED_NAME) -> list[dict[str, Any]]:
+    """Items ``0..size-1`` of ``level`` for ``seed``."""
+    return [make_item(i, seed, level) for i in range(size)]
 
 
 def _serialize(rows: list[dict[str, Any]]) -> bytes:
     return "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows).encode("utf-8")
 
 
-def write_bundled(path: Path = BUNDLED_FILE) -> None:
-    """(Re)write the bundled file; gzip's mtime is fixed so the bytes are reproducible."""
+def write_bundled(path: Path = BUNDLED_FILE, level: str = BUNDLED_NAME) -> None:
+    """(Re)write a bundled file; gzip's mtime is fixed so the bytes are reproducible."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as fh:
-        fh.write(_serialize(generate()))
+        fh.write(_serialize(generate(level=level)))
 
 
-def bundled_matches_generator(path: Path = BUNDLED_FILE) -> bool:
+def bundled_matches_generator(path: Path = BUNDLED_FILE, level: str = BUNDLED_NAME) -> bool:
     """Whether the shipped file holds exactly what the generator produces."""
     try:
         with gzip.open(path, "rb") as fh:
-            return fh.read() == _serialize(generate())
+            return fh.read() == _serialize(generate(level=level))
     except OSError:
         return False
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Write or check the bundled arithmetic math set.")
-    parser.add_argument("--check", action="store_true", help="exit 1 if the bundled file is stale")
+    parser = argparse.ArgumentParser(description="Write or check the bundled arithmetic math sets.")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a bundled file is stale")
     args = parser.parse_args(argv)
     if args.check:
-        return 0 if bundled_matches_generator() else 1
-    write_bundled()
+        return 0 if all(bundled_matches_generator(path, level) for level, path in FILES.items()) else 1
+    for level, path in FILES.items():
+        write_bundled(path, level)
     return 0
 
 

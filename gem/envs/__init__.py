@@ -178,6 +178,14 @@ register(
     "without the math extra, since every gold answer is a number)",
     dataset_name="arithmetic",
 )
+register(
+    "math:Arithmetic-easy",
+    _MATH,
+    description="one-digit addition and subtraction (offline, bundled); a reply without a \\boxed{} answer "
+    "pays -0.1, so a small model has a signal before it can solve anything",
+    dataset_name="arithmetic-easy",
+    use_format_error_reward=True,
+)
 for _name, _hub in {
     "ASDiv2K": "axon-rl/ASDIV-2k",
     "GSM8K": "axon-rl/GSM-8k",

@@ -10,6 +10,7 @@ making one raises the missing-extra error.
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import re
@@ -98,11 +99,24 @@ def tasks_from_reasoning_gym() -> dict[str, str]:
     }
 
 
-def _spec(name: str, description: str) -> EnvSpec:
+# Presets: ``rg:<task>-<level>`` is the task with a fixed, smaller config (a start a small model can
+# learn from). The config is reasoning-gym's own; the reward is the task's scorer, as for ``rg:<task>``.
+PRESETS: dict[str, tuple[str, dict[str, Any], str]] = {
+    "basic_arithmetic-easy": (
+        "basic_arithmetic",
+        {"config": {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1, "operators": ["+", "-"],
+                    "allow_parentheses": False, "allow_negation": False},
+         "use_format_error_reward": True},
+        "two numbers from 0 to 10 added or subtracted; a reply without a \\boxed{} answer pays -0.1",
+    ),
+}
+
+
+def _spec(name: str, description: str, task: Optional[str] = None, kwargs: Optional[dict[str, Any]] = None) -> EnvSpec:
     return EnvSpec(
         f"{PREFIX}{name}",
         ENTRY_POINT,
-        kwargs={"name": name, **DEFAULT_KWARGS},
+        kwargs={"name": task or name, **DEFAULT_KWARGS, **(kwargs or {})},
         family="rg",
         description=description or f"reasoning-gym task {name}",
         extra=EXTRA,
@@ -121,6 +135,9 @@ def resolve(env_id: str) -> Optional[EnvSpec]:
     tasks = cached_tasks()
     if name in tasks:
         return _spec(name, tasks[name])
+    if name in PRESETS:
+        task, kwargs, description = PRESETS[name]
+        return _spec(name, description, task, copy.deepcopy(kwargs))
     if name in _installed_names():  # a newer reasoning-gym than the shipped list
         return _spec(name, "")
     return None
@@ -128,7 +145,7 @@ def resolve(env_id: str) -> Optional[EnvSpec]:
 
 def list_ids() -> list[str]:
     """Every ``rg:`` id, from the shipped list (reasoning-gym is not imported)."""
-    return [f"{PREFIX}{n}" for n in cached_tasks()]
+    return [f"{PREFIX}{n}" for n in (*cached_tasks(), *PRESETS)]
 
 
 def missing_note() -> Optional[str]:

@@ -34,6 +34,8 @@ def math_file(tmp_path):
 
 def test_bundled_file_matches_its_generator():
     assert arithmetic.bundled_matches_generator(), "run `python -m gem.data.arithmetic` to rewrite it"
+    assert arithmetic.bundled_matches_generator(arithmetic.EASY_FILE, arithmetic.EASY_NAME)
+    assert arithmetic.main(["--check"]) == 0
     assert arithmetic.make_item(17) == arithmetic.make_item(17)
     assert arithmetic.make_item(17, seed=1) != arithmetic.make_item(17)
 
@@ -215,3 +217,25 @@ def test_a_grader_that_crashes_is_an_infrastructure_failure_not_a_wrong_answer(m
     _, reward, terminated, _, info = env.step(f"\\boxed{{{env.unwrapped.answer}}}")
     assert (reward, terminated, info["correct"], info["grading"]) == (0.0, True, None, "error")
     assert info["infra_error"] == {"component": "grader", "type": "MemoryError", "message": "the grader ran out of memory"}
+
+
+def test_easy_level_is_one_digit_and_pays_a_format_error():
+    """math:Arithmetic-easy: one-digit + and - with non-negative answers; no box pays -0.1."""
+    import re
+
+    for i in range(200):
+        item = arithmetic.make_item(i, level="arithmetic-easy")
+        m = re.fullmatch(r"Compute \$(\d) ([+-]) (\d)\$\.", item["problem"])
+        assert m, item
+        a, op, b = int(m.group(1)), m.group(2), int(m.group(3))
+        assert item["answer"] == str(a + b if op == "+" else a - b) and int(item["answer"]) >= 0
+    with pytest.raises(ValueError, match="arithmetic-easy"):
+        arithmetic.make_item(0, level="hard")
+    env = gem.make("math:Arithmetic-easy")
+    env.reset(seed=3)
+    gold = env.answer
+    assert env.step(f"\\boxed{{{gold}}}")[1] == 1.0
+    env.reset(seed=3)
+    assert env.step(f"\\boxed{{{int(gold) + 1}}}")[1] == 0.0
+    env.reset(seed=3)
+    assert env.step(f"The answer is {gold}.")[1] == pytest.approx(-0.1)

@@ -1,5 +1,6 @@
 """rg: envs: lazy import, every registered task, reasoning-gym's scoring, reproducible items."""
 
+import re
 import subprocess
 import sys
 
@@ -30,7 +31,11 @@ def test_import_gem_does_not_import_reasoning_gym():
 def test_every_registered_dataset_has_an_id():
     ids = gem.list_envs("rg")
     # (the order of list_envs puts ids already made first: compare as sets, without duplicates)
-    assert len(ids) == len(set(ids)) and set(ids) == {f"rg:{n}" for n in rg.factory.DATASETS}
+    from gem.envs._reasoning_gym_registry import PRESETS
+
+    assert len(ids) == len(set(ids))
+    assert set(ids) == {f"rg:{n}" for n in rg.factory.DATASETS} | {f"rg:{n}" for n in PRESETS}
+    assert all(task in rg.factory.DATASETS for task, _, _ in PRESETS.values())
     assert gem.spec("rg:basic_arithmetic").kwargs == {"name": "basic_arithmetic", "size": 500, "seed": 42}
     with pytest.raises(KeyError):
         gem.spec("rg:not_a_task")
@@ -180,3 +185,20 @@ def test_a_scorer_that_raises_is_an_infrastructure_failure_not_a_wrong_answer(mo
     assert (reward, terminated, info["correct"], info["grading"], info["score"]) == (0.0, True, None, "error", None)
     assert info["infra_error"] == {"component": "rg:scorer", "type": "KeyError", "message": "'metadata'"}
     assert info["grading_error"] == {"component": "rg:scorer", "reason": "KeyError: 'metadata'"}
+
+
+def test_easy_preset_is_the_task_with_a_smaller_config():
+    """rg:basic_arithmetic-easy: two terms from 0 to 10, + or -, and -0.1 for a reply without a box."""
+    env = gem.make("rg:basic_arithmetic-easy")
+    for seed in range(20):
+        obs, _ = env.reset(seed=seed)
+        m = re.fullmatch(r"Calculate (\d+) ([+-]) (\d+)\.", obs.strip())
+        assert m, obs
+        a, op, b = int(m.group(1)), m.group(2), int(m.group(3))
+        assert a <= 10 and b <= 10
+        gold = a + b if op == "+" else a - b
+        assert env.step(f"\\boxed{{{gold}}}")[1] == 1.0
+        env.reset(seed=seed)
+        assert env.step(f"\\boxed{{{gold + 1}}}")[1] == 0.0
+        env.reset(seed=seed)
+        assert env.step(str(gold))[1] == pytest.approx(-0.1)  # no box: the format error
