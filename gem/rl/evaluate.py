@@ -147,17 +147,35 @@ def write_record(path: str | Path, record: dict[str, Any]) -> Path:
     return path
 
 
-def plot_record(record: dict[str, Any], path: str | Path) -> Path:
-    """The per-step training success rate (or mean return) with the before/after evaluations."""
+def new_axes(figsize: tuple[float, float]) -> tuple[Any, Any]:
+    """A matplotlib figure and axes drawn off screen (the Agg backend)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt.subplots(figsize=figsize)
+
+
+def save_figure(fig: Any, ax: Any, title: str, path: str | Path) -> Path:
+    """Title, legend and layout the way every learning figure has them; write ``path`` and close."""
+    import matplotlib.pyplot as plt
+
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_record(record: dict[str, Any], path: str | Path) -> Path:
+    """The per-step training success rate (or mean return) with the before/after evaluations."""
     key = metric(record["before"])
     steps = [row["step"] for row in record["curve"]]
     values = [row[key] for row in record["curve"]]
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = new_axes((7, 4))
     ax.plot(steps, values, lw=1, alpha=0.5, label=f"training batches ({key})")
     window = 5
     if len(values) >= window:
@@ -169,13 +187,7 @@ def plot_record(record: dict[str, Any], path: str | Path) -> Path:
                     label=f"held-out {side}: {r[key]:.3f} ± {r['se']:.3f} (n={r['n']})")
     ax.set_xlabel("step")
     ax.set_ylabel(key.replace("_", " "))
-    ax.set_title(f"{record['algo']} on {record['env']} ({Path(str(record['model'])).name})", fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, ax, f"{record['algo']} on {record['env']} ({Path(str(record['model'])).name})", path)
 
 
 def command_differences(record: dict[str, Any]) -> str:
@@ -343,12 +355,7 @@ def render_comparison(comparisons: Sequence[dict[str, Any]]) -> str:
 
 def plot_comparison(comparison: dict[str, Any], path: str | Path) -> Path:
     """Each seed's improvement as a dot, each method's mean with ± 1 standard error over seeds."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.6))
+    fig, ax = new_axes((6, 3.6))
     for x, row in enumerate(comparison["rows"]):
         k = len(row["diffs"])
         xs = [x - 0.12 + 0.24 * i / max(k - 1, 1) for i in range(k)]
@@ -360,14 +367,8 @@ def plot_comparison(comparison: dict[str, Any], path: str | Path) -> Path:
     ax.set_xticks(range(len(comparison["rows"])))
     ax.set_xticklabels([f"{r['algo']}\n({len(r['diffs'])} seeds)" for r in comparison["rows"]])
     ax.set_ylabel(f"held-out {comparison['metric'].replace('_', ' ')}: after - before")
-    ax.set_title(f"{comparison['env']}, {comparison['steps']} steps ({Path(str(comparison['model'])).name})",
-                 fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    title = f"{comparison['env']}, {comparison['steps']} steps ({Path(str(comparison['model'])).name})"
+    return save_figure(fig, ax, title, path)
 
 
 def update_doc(doc: str | Path, record_dir: str | Path, figures: bool = True) -> bool:

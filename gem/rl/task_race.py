@@ -188,25 +188,16 @@ def render_markdown(data: dict[str, Any]) -> str:
 
 def plot(data: dict[str, Any], path: str | Path) -> Path:
     """Held-out score against training seconds, one line per sampler, and the target."""
-    import matplotlib
+    from gem.rl.evaluate import new_axes, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    fig, ax = new_axes((6.5, 3.8))
     for name, run in data["runs"].items():
         xs = [c["seconds"] for c in run["checkpoints"]]
         ax.plot(xs, [c["score"] for c in run["checkpoints"]], marker="o", label=name)
     ax.axhline(data["target"], color="grey", ls="--", lw=1, label=f"target {data['target']:.2f}")
     ax.set_xlabel("training seconds (wall)")
     ax.set_ylabel("held-out success, mean over envs")
-    ax.set_title(f"{data['settings']['algo']} on {len(data['envs'])} envs ({data['model']})", fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, ax, f"{data['settings']['algo']} on {len(data['envs'])} envs ({data['model']})", path)
 
 
 def update_doc(doc: str | Path, data: dict[str, Any]) -> bool:
