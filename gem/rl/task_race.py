@@ -86,10 +86,10 @@ def _groups_by_task(path: Path) -> dict[str, int]:
     return counts
 
 
-def race(args: argparse.Namespace, command: str) -> dict[str, Any]:
-    """Train once per sampler, evaluate every checkpoint on every env, return the record."""
-    from gem.rl.evaluate import EVAL_SEED_BASE, evaluate
-    from gem.rl.train import TASK_SAMPLERS, _samplers, load_for_training, train
+def check_args(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """The env ids and sampler names of ``args``; ``SystemExit`` naming the valid choices when they
+    are not usable (checked before torch is imported or a model loaded)."""
+    from gem.rl.task_sampler import TASK_SAMPLERS
 
     envs = list(dict.fromkeys(e.strip() for e in args.env.split(",") if e.strip()))
     samplers = [s.strip() for s in args.samplers.split(",") if s.strip()]
@@ -100,6 +100,15 @@ def race(args: argparse.Namespace, command: str) -> dict[str, Any]:
         raise SystemExit(f"gem.rl.task_race: --samplers must name some of {', '.join(TASK_SAMPLERS)}; got {args.samplers!r}.")
     if args.eval_every < 1 or args.eval_episodes < 1:
         raise SystemExit("gem.rl.task_race: --eval-every and --eval-episodes must be at least 1.")
+    return envs, samplers
+
+
+def race(args: argparse.Namespace, command: str) -> dict[str, Any]:
+    """Train once per sampler, evaluate every checkpoint on every env, return the record."""
+    from gem.rl.evaluate import EVAL_SEED_BASE, evaluate
+    from gem.rl.train import _samplers, load_for_training, train
+
+    envs, samplers = check_args(args)
     chat = not args.no_chat_template and "concat_chat" not in args.wrappers
     eval_kwargs = dict(wrappers=args.wrappers, batch=args.eval_batch, max_new_tokens=args.max_new_tokens,
                        max_prompt_tokens=args.max_prompt_tokens, max_turns=args.max_turns, chat=chat,
@@ -215,6 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise SystemExit("--render needs --doc FILE.md")
         update_doc(args.doc, json.loads(Path(args.render).read_text(encoding="utf-8")))
         return 0
+    check_args(args)
     from gem.rl.train import _configure_logging, _import_torch, default_threads
 
     torch = _import_torch()
