@@ -68,21 +68,29 @@ def _curve(metrics_csv: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def evaluation_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of :func:`gem.rl.evaluate.evaluate` that match a run's training
+    settings (wrappers, reply length, chat template, decoding, sampler)."""
+    from gem.rl.train import _samplers
+
+    chat = not args.no_chat_template and "concat_chat" not in args.wrappers
+    return dict(wrappers=args.wrappers, batch=args.eval_batch, max_new_tokens=args.max_new_tokens,
+                max_prompt_tokens=args.max_prompt_tokens, max_turns=args.max_turns, chat=chat,
+                greedy=not args.eval_sample, temperature=args.temperature, sample_seed=args.seed,
+                sampler="prefix" if _samplers(args)[0] == "prefix" else "plain")
+
+
 def learn(args: argparse.Namespace, command: str, progress_factory: Any = None) -> dict[str, Any]:
     """Evaluate, train, evaluate, write the record and the PNG; returns the record."""
     from gem.rl.evaluate import evaluate
-    from gem.rl.train import _samplers, load_for_training, train
+    from gem.rl.train import load_for_training, train
 
     if args.eval_episodes < 1:
         raise SystemExit(f"--eval-episodes must be at least 1, got {args.eval_episodes}.")
     if "," in args.env:
         raise SystemExit("gem.rl.learn evaluates one env: pass a single --env.")
     t0 = time.perf_counter()
-    chat = not args.no_chat_template and "concat_chat" not in args.wrappers
-    eval_kwargs = dict(wrappers=args.wrappers, batch=args.eval_batch, max_new_tokens=args.max_new_tokens,
-                       max_prompt_tokens=args.max_prompt_tokens, max_turns=args.max_turns, chat=chat,
-                       greedy=not args.eval_sample, temperature=args.temperature, sample_seed=args.seed,
-                       sampler="prefix" if _samplers(args)[0] == "prefix" else "plain")
+    eval_kwargs = evaluation_kwargs(args)
 
     def run_eval(model_ref: str, label: str) -> dict[str, Any]:
         model, tokenizer, compute_dtype = load_for_training(args, model_ref)  # the trainer's precision

@@ -72,11 +72,6 @@ def first_reaching(checkpoints: Sequence[dict[str, Any]], target: float) -> Opti
     return None
 
 
-def _metrics(path: Path) -> list[dict[str, float]]:
-    with path.open(newline="") as f:
-        return [{k: float(v) for k, v in row.items() if v not in ("", None)} for row in csv.DictReader(f)]
-
-
 def _groups_by_task(path: Path) -> dict[str, int]:
     """Groups each task played over the run, from ``tasks.csv``."""
     counts: dict[str, int] = {}
@@ -106,14 +101,11 @@ def check_args(args: argparse.Namespace) -> tuple[list[str], list[str]]:
 def race(args: argparse.Namespace, command: str) -> dict[str, Any]:
     """Train once per sampler, evaluate every checkpoint on every env, return the record."""
     from gem.rl.evaluate import EVAL_SEED_BASE, evaluate
-    from gem.rl.train import _samplers, load_for_training, train
+    from gem.rl.learn import _curve, evaluation_kwargs
+    from gem.rl.train import load_for_training, train
 
     envs, samplers = check_args(args)
-    chat = not args.no_chat_template and "concat_chat" not in args.wrappers
-    eval_kwargs = dict(wrappers=args.wrappers, batch=args.eval_batch, max_new_tokens=args.max_new_tokens,
-                       max_prompt_tokens=args.max_prompt_tokens, max_turns=args.max_turns, chat=chat,
-                       greedy=not args.eval_sample, temperature=args.temperature, sample_seed=args.seed,
-                       sampler="prefix" if _samplers(args)[0] == "prefix" else "plain")
+    eval_kwargs = evaluation_kwargs(args)
 
     def held_out(model_ref: str) -> dict[str, Any]:
         model, tokenizer, compute_dtype = load_for_training(args, model_ref)
@@ -141,7 +133,7 @@ def race(args: argparse.Namespace, command: str) -> dict[str, Any]:
             cpu[int(row["step"])] = time.process_time() - cpu0
 
         out = train(a, progress=on_step)
-        curve = _metrics(out / "metrics.csv")
+        curve = _curve(out / "metrics.csv")
         wall = [0.0]
         tokens = [0.0]
         for row in curve:
