@@ -580,24 +580,27 @@ def raise_open_files(wanted: int) -> int:
 
 FD_RESERVE = 64  # descriptors kept for the process itself (its files, sandbox sockets, pipes)
 MAX_ACCEPT_BURST = 2048  # uvicorn's default listen backlog
+BURSTS_IN_FLIGHT = 3  # accepted, then handed to a transport, then evicted but not yet closed
 
 
 def fit_connections(max_connections: int, open_files: int) -> tuple[int, int]:
     """``(connections, accept_burst)`` that fit in ``open_files`` descriptors.
 
-    The event loop accepts up to ``accept_burst`` connections in one go (the listen backlog) before
-    the over-the-cap ones it evicts are closed, so at worst the server holds ``connections +
-    accept_burst`` sockets plus :data:`FD_RESERVE` of its own. When that exceeds the open-files
-    limit, accept fails (EMFILE), the event loop stops accepting for a second, and ``/health``
-    waits behind the flood; so both numbers are cut to fit, three quarters of what is left to
-    connections and the rest to the burst.
+    The event loop accepts up to ``accept_burst`` connections in one go (the listen backlog). A
+    socket accepted in one loop turn reaches its protocol in the next turn or the one after, and
+    a connection evicted for it is closed one turn later still; so under a sustained flood up to
+    :data:`BURSTS_IN_FLIGHT` bursts are open beyond the connection cap, and at worst the server
+    holds ``connections + 3 * accept_burst`` sockets plus :data:`FD_RESERVE` of its own. When that
+    exceeds the open-files limit, accept fails (EMFILE), the event loop stops accepting for a
+    second, and ``/health`` waits behind the flood; so both numbers are cut to fit, three
+    quarters of what is left to connections and the rest to the bursts.
     """
     budget = max(open_files - FD_RESERVE, 16)
     burst = min(MAX_ACCEPT_BURST, max_connections)
-    if max_connections + burst <= budget:
+    if max_connections + BURSTS_IN_FLIGHT * burst <= budget:
         return max_connections, burst
     connections = max(8, min(max_connections, budget * 3 // 4))
-    return connections, max(4, min(MAX_ACCEPT_BURST, budget - connections))
+    return connections, max(1, min(MAX_ACCEPT_BURST, (budget - connections) // BURSTS_IN_FLIGHT))
 
 
 def fit_limits(limits: ServerLimits) -> tuple[ServerLimits, int]:
@@ -606,7 +609,7 @@ def fit_limits(limits: ServerLimits) -> tuple[ServerLimits, int]:
     The limit is raised as far as allowed first; the cap is lowered (with a warning) only when the
     limit cannot hold it (:func:`fit_connections`). Fitting fitted limits changes nothing.
     """
-    wanted = limits.max_connections + min(MAX_ACCEPT_BURST, limits.max_connections) + FD_RESERVE
+    wanted = limits.max_connections + BURSTS_IN_FLIGHT * min(MAX_ACCEPT_BURST, limits.max_connections) + FD_RESERVE
     open_files = raise_open_files(wanted)
     connections, burst = fit_connections(limits.max_connections, open_files)
     if connections < limits.max_connections:

@@ -164,12 +164,12 @@ def test_with_256_descriptors_300_half_open_requests_do_not_starve_health(protoc
 
 
 def test_connection_cap_and_accept_burst_fit_the_descriptor_limit():
-    from gem.server.limits import FD_RESERVE, fit_connections
+    from gem.server.limits import BURSTS_IN_FLIGHT, FD_RESERVE, fit_connections
 
     assert fit_connections(2048, 1 << 20) == (2048, 2048)  # plenty: uvicorn's own numbers
     for open_files in (64, 256, 1024, 4096):
         connections, burst = fit_connections(2048, open_files)
-        assert connections + burst + FD_RESERVE <= max(open_files, FD_RESERVE + 16)
-        assert connections >= 8 and burst >= 4
-    assert fit_connections(2048, 256) == (144, 48)
+        assert connections + BURSTS_IN_FLIGHT * burst + FD_RESERVE <= max(open_files, FD_RESERVE + 16)
+        assert connections >= 8 and burst >= 1
+    assert fit_connections(2048, 256) == (144, 16)
     assert fit_connections(100, 1000) == (100, 100)
