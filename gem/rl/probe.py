@@ -33,8 +33,8 @@ DOC_BEGIN, DOC_END = "<!-- learnability:begin -->\n", "<!-- learnability:end -->
 DEFAULT_ENVS = (
     "game:GuessTheNumber-v0-easy,game:GuessTheNumber-v0,game:Hangman-v0-easy,game:Mastermind-v0-easy,"
     "game:Minesweeper-v0-easy,game:Wordle-v0-easy,game:TowerofHanoi-v0-easy,"
-    "math:Arithmetic,logic:RuleReasoning-d0,logic:RuleReasoning-d1,"
-    "rg:chain_sum,rg:leg_counting,rg:basic_arithmetic,rg:simple_equations,rg:letter_counting,"
+    "math:Arithmetic,math:Arithmetic-easy,logic:RuleReasoning-d0,logic:RuleReasoning-d1,"
+    "rg:chain_sum,rg:leg_counting,rg:basic_arithmetic,rg:basic_arithmetic-easy,rg:simple_equations,rg:letter_counting,"
     "rg:number_sorting,rg:spell_backward,rg:count_bits"
 )
 
