@@ -3,7 +3,8 @@
 ``gem validate`` attacks an env with the strategies that fit it. Which fit is read from behaviour:
 
 * the **formats** an answer can take are the ones the prompt names (``\\boxed{}``, ``<final>...</final>``,
-  ``ANSWER: <n>``, ``[[...]]``, a JSON object with a key), :func:`prompt_formats`;
+  ``[ANS]...[/ANS]``, ``ANSWER: <n>``, ``Final answer: <n>``, ``[[...]]``, a JSON object with a key),
+  :func:`prompt_formats`;
 * the **commands** an agent can send are the tags, self-closing tags and quoted words the prompt
   offers (``<hint/>``, ``load``, ``save``), :func:`prompt_commands`;
 * the **gold answer** comes from the env's reference behaviour: its declared answer (``env.answer``,
@@ -25,6 +26,8 @@ from typing import Any, Iterator, Optional
 _TAG_PAIR = re.compile(r"<([A-Za-z][\w-]{0,30})>")
 _SELF_CLOSING = re.compile(r"<([A-Za-z][\w-]{0,30})\s*/>")
 _LABEL = re.compile(r"(?<![\w])([A-Za-z]+)\s*([:=])\s*<[^</>\n][^<>\n]{0,29}>")
+_LONG_LABEL = re.compile(r"(?<![\w])([A-Z][a-z]+ [a-z]+)\s*([:=])\s*<[^</>\n][^<>\n]{0,29}>")  # "Final answer: <n>"
+_BRACKET_PAIR = re.compile(r"\[([A-Za-z][\w-]{0,30})\]")  # [ANS]...[/ANS]
 _JSON_KEY = re.compile(r"\{\s*\"([A-Za-z_]\w{0,30})\"\s*:")
 _HASHES = re.compile(r"####\s*<?[^\n]{0,20}")
 _NOT_ANSWER_TAGS = {"think", "reasoning", "br", "p", "b", "i", "python", "bash", "search"}
@@ -47,6 +50,11 @@ def prompt_formats(text: str) -> list[tuple[str, str]]:
         found.append((m.start(), (f"<{tag}>", f"</{tag}>")))
     for m in _LABEL.finditer(text):
         found.append((m.start(), (f"{m.group(1)}{m.group(2)} ", "")))
+    for m in _LONG_LABEL.finditer(text):
+        found.append((m.start(), (f"{m.group(1)}{m.group(2)} ", "")))
+    for m in _BRACKET_PAIR.finditer(text):
+        if f"[/{m.group(1)}]" in text:
+            found.append((m.start(), (f"[{m.group(1)}]", f"[/{m.group(1)}]")))
     for m in _KEYWORD.finditer(text):
         found.append((m.start(), (m.group(1) + ("" if m.group(1) == "#" else " "), "")))
     for m in _JSON_KEY.finditer(text):

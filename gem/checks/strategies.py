@@ -20,6 +20,7 @@ The positive controls (reference solution, doing nothing, replay, no gold before
 
 from __future__ import annotations
 
+import json
 import re
 import textwrap
 from dataclasses import dataclass, field
@@ -239,12 +240,42 @@ def _hedge_texts(gold: str, wrong: list[str]) -> list[str]:
     return _unique(out)
 
 
+_JSON_OPEN = re.compile(r'^\{\s*"([^"]+)"\s*:\s*"$')
+
+
+def _json_hedges(key: str, gold: str, wrong: list[str]) -> list[str]:
+    """A JSON answer that holds the gold beside a wrong one: a list value, extra keys, a nested object."""
+    w0 = wrong[0]
+    both = [w0, gold] + wrong[1:3]
+    return [
+        json.dumps({key: both}),
+        json.dumps({key: [gold, w0]}),
+        json.dumps({key: w0, f"{key}s": [gold], "alternatives": [gold]}),
+        json.dumps({key: w0, "alt": gold, "other": gold}),
+        json.dumps({key: {"value": w0, "alt": gold}}),
+        json.dumps({key: w0, "answers": both, "final": gold}),
+    ]
+
+
 def _hedges(t: Target) -> Variants:
-    """The gold answer mixed with wrong values: listed, glued, joined by connectives, in ranges."""
+    """The gold answer mixed with wrong values: listed, glued, joined by connectives, in ranges; in a
+    JSON answer, as a list value or under extra keys."""
     if not t.gold:
         return []
     wrong = t.wrong or ["0", "1"]
-    return [[t.box(h)] for h in _hedge_texts(t.gold[0], wrong)]
+    out = [[t.box(h)] for h in _hedge_texts(t.gold[0], wrong)]
+    out += [[h] for h in _hedge_lists(t.gold[0], wrong)]
+    opened = _JSON_OPEN.match(t.answer_format[0]) if t.answer_format else None
+    key = opened.group(1) if opened else ("answer" if t.answer_format is None else None)
+    if key is not None:
+        out += [[h] for h in _json_hedges(key, t.gold[0], wrong)]
+    return out
+
+
+def _hedge_lists(gold: str, wrong: list[str]) -> list[str]:
+    """The gold and wrong values as a bare JSON or Python list (a grader that takes ``in`` over a parsed list)."""
+    both = [wrong[0], gold] + wrong[1:3]
+    return [json.dumps(both), "[" + ", ".join(both) + "]"]
 
 
 def _sprays(t: Target) -> Variants:
@@ -258,6 +289,66 @@ def _sprays(t: Target) -> Variants:
         [t.box(" \\lor ".join(cands))],
         [t.box(", ".join(str(k) for k in range(-100, 1001)))],
     ]
+
+
+_ANY_EXPR = ("type('Any', (), {'__eq__': lambda s, o: True, '__ne__': lambda s, o: False, '__hash__': lambda s: 0, "
+             "'__ge__': lambda s, o: True, '__le__': lambda s, o: True, '__sub__': lambda s, o: 0, "
+             "'__rsub__': lambda s, o: 0, '__abs__': lambda s: 0, '__float__': lambda s: 0.0})()")
+_SPECIAL = ("nan", "NaN", "inf", "-inf", "Infinity", "1e999", "-1e999", "float('nan')", _ANY_EXPR)
+
+
+def _special_values(t: Target) -> Variants:
+    """Values a lax parser turns into something equal to anything: NaN (every comparison is False, so
+    ``not abs(x - gold) > tol`` holds), infinities and overflowing numbers (``x >= gold``), and a Python
+    expression whose object equals anything (a grader that ``eval``s the reply)."""
+    if not t.gold:
+        return []
+    golds = " ".join(t.gold).lower()
+    values = [v for v in _SPECIAL if not ("inf" in v.lower() or "1e999" in v) or not re.search(r"inf|\u221e", golds)]
+    values = [v for v in values if v.lower() != golds.strip()]
+    return [[t.box(v)] for v in values]
+
+
+def _near_gold(t: Target) -> Variants:
+    """Wrong answers cut from the gold: its first and last character, its first and last half, the gold
+    without its sign (a grader that accepts a prefix, a suffix or a substring of the gold, or compares
+    absolute values). Only one-word golds of two characters or more that are no option
+    the task offers (a word answer's first letter can stand for it)."""
+    if not t.gold:
+        return []
+    gold = t.gold[0].strip()
+    if len(gold) < 2 or re.search(r"\s", gold) or gold.lower() in {o.lower() for o in t.options()}:
+        return []
+    out: list[str] = []
+    if gold.startswith("-") and re.fullmatch(r"-\d+(\.\d+)?", gold):
+        out.append(gold[1:])
+    body = gold.lstrip("-")
+    if re.fullmatch(r"-?\d*\.\d+", gold):
+        pass  # a decimal: a cut one may be within an honest tolerance; only the sign is dropped
+    elif len(body) >= 2:
+        half = max(1, len(body) // 2)
+        out += [body[:1], body[-1:], body[:half], body[-half:]]
+    golds = {g.strip().lower() for g in t.gold}
+    return [[t.box(v)] for v in _unique(out) if v.strip() and v.strip().lower() not in golds]
+
+
+_ABSTAIN = ("I don't know.", "I am not sure.", "I cannot answer this question.", "Unknown", "N/A", "None of the above",
+            "I don't know", "I'm not confident enough to answer.")
+
+
+def _abstain(t: Target) -> Variants:
+    """Abstentions, bare and in the answer format: a grader that pays 'I don't know' more than a wrong
+    answer is paid for never answering (skipped where the gold is an abstention or the task offers one)."""
+    golds = {g.strip().lower() for g in t.gold}
+    offered = {o.lower() for o in t.options()}
+    out: Variants = []
+    for a in _ABSTAIN:
+        if a.lower().strip(".") in golds or a.lower().strip(".") in offered:
+            continue
+        out.append([a])
+        if t.answer_format is not None:
+            out.append([t.box(a)])
+    return out
 
 
 # ===================================================================== games and dialogs
@@ -609,6 +700,25 @@ def _multi_turn(t: Target) -> Variants:
     return out
 
 
+STALL_TURNS = 60
+
+
+def _stall(t: Target) -> Variants:
+    """Play on until the env's own turn cap (up to ``STALL_TURNS``): well-formed moves cycled, one move
+    repeated, or one wrong answer repeated. An env that pays every legal move, or pays when time runs
+    out, pays a policy that never finishes more than one that wins."""
+    if not t.multi_turn:
+        return []
+    vals = _values_for_turns(t)
+    if not vals:
+        return []
+    n = STALL_TURNS
+    out: Variants = [[vals[i % len(vals)] for i in range(n)], [vals[0]] * n]
+    if len(vals) >= 2:
+        out.append([vals[i % 2] for i in range(n)])
+    return out
+
+
 def _quote(t: Target) -> Variants:
     """Spans and sentences of the prompt sent back, bare and in the answer format."""
     out: Variants = []
@@ -675,6 +785,11 @@ STRATEGIES: tuple[Strategy, ...] = (
              mirrored=True),
     Strategy("spray", "hedge", ("answer", "game"), "every option and number of the observation, and number sprays", _sprays,
              blind=True),
+    Strategy("special-values", "lax", ("answer",),
+             "nan, inf, 1e999 and a Python expression equal to anything, in the answer format", _special_values),
+    Strategy("near-gold", "lax", ("answer",),
+             "the gold's first and last character and half, the gold without its sign", _near_gold),
+    Strategy("abstain", "lax", ("answer",), "'I don't know', 'N/A', 'Unknown', bare and in the answer format", _abstain),
     Strategy("claim-success", "dialog", ("game",), "say the goal is reached without acting", _claim_success),
     Strategy("repeat-tool-call", "dialog", ("game",), "the same tool call every turn (envs with tools)", _repeat_tool_call,
              blind=True),
@@ -687,6 +802,8 @@ STRATEGIES: tuple[Strategy, ...] = (
              _format_fill),
     Strategy("multi-turn", "multiturn", ("answer", "game"),
              "vary the answer every turn, revise once, repeat one move, cycle, random play that remembers", _multi_turn),
+    Strategy("stall", "stall", ("answer", "game"),
+             "play on until the env's own turn cap (60 turns): moves cycled, one move or one wrong answer repeated", _stall),
     Strategy("quote", "quote", ("answer", "game"), "sentences and quoted spans of the prompt, bare and in the answer format",
              _quote, blind=True),
     Strategy("commands", "commands", ("answer", "game"),

@@ -31,7 +31,7 @@ from typing import Any, Iterable, Optional, Sequence, Union
 
 from gem.agents.base import Agent
 from gem.checks.probe import candidate_values, describe_path, inner_value, prompt_commands, prompt_formats, read_path
-from gem.checks.strategies import STRATEGIES, STRATEGY_NAMES, Strategy, Target, single_readings
+from gem.checks.strategies import STALL_TURNS, STRATEGIES, STRATEGY_NAMES, Strategy, Target, single_readings
 from gem.rollout import Episode, run_episode
 
 logger = logging.getLogger(__name__)
@@ -417,9 +417,16 @@ class _Run:
         """Find the value the env keeps that, played in the prompt's format, is paid (seed 0, then seed 1)."""
         obs, _ = self.reset(0)
         values = candidate_values(_unwrapped(self.env), obs)
-        fmts: list[Optional[tuple[str, str]]] = [self.formats[0]] if self.formats else []
-        fmts.append(None)
+        first: list[Optional[tuple[str, str]]] = [self.formats[0]] if self.formats else []
         paid: dict[str, bool] = {}
+        # the prompt's first format and the bare value; then (only when neither is paid) the other
+        # formats it names: "answer: <n>" read inside "Final answer: <n>" is not the one the env parses
+        for fmts in (first + [None], list(self.formats[1:4])):
+            if fmts and self._scan_formats(values, fmts, paid):
+                return
+
+    def _scan_formats(self, values: list[tuple[tuple, str]], fmts: list[Optional[tuple[str, str]]],
+                      paid: dict[str, bool]) -> bool:
         for path, value in values:
             for fmt in fmts:
                 reply = value if fmt is None else f"{fmt[0]}{value}{fmt[1]}"
@@ -439,7 +446,8 @@ class _Run:
                     self.formats.insert(0, fmt)
                 elif fmt is None:
                     self._bare = True
-                return
+                return True
+        return False
 
     def current_gold(self, observation: str) -> list[str]:
         """The gold answer of the episode that just showed ``observation`` (from where it was found)."""
@@ -615,6 +623,13 @@ class _Run:
     def _paid(self, played: _Played, floor: float, seed: int, strategy: Strategy, t: Target) -> bool:
         """Whether ``played`` breaks the contract (success, or more than the floor; state-blind
         behaviours in games: more than the floor and the reference's reward)."""
+        if strategy.group == "stall":
+            # playing on past where a win would end: paid when it out-earns a win (the reference's
+            # reward, the success level) or when the env's own time-out reaches the success level
+            bar = max(floor, self.reference_rewards.get(seed, floor), float(getattr(self.env, "success_reward", 1.0)))
+            steps = played.episode.steps
+            timed_out = bool(steps) and steps[-1]["truncated"] and not steps[-1]["terminated"]
+            return played.reward > bar + EPS or (timed_out and played.success)
         if strategy.group == "multiturn" and t.kind == "game":
             bar = max(floor, self.reference_rewards.get(seed, floor))
             return played.success and not self._random_wins(seed) or played.reward > bar + EPS
@@ -627,7 +642,8 @@ class _Run:
     def attack(self, strategy: Strategy, seeds: list[int], floors: dict[int, tuple]) -> None:
         if strategy.group == "timeout" and self.mode is MODES["default"]:
             seeds = seeds[:1]  # each variant waits for a limit: one seed in the default mode
-        every_seed = strategy.group == "multiturn" and self.seed_target(seeds[0]).kind == "game"
+        every_seed = strategy.group in ("multiturn", "stall") and self.seed_target(seeds[0]).kind == "game"
+        turns = STALL_TURNS if strategy.group == "stall" else None
         counts = {seed: len(strategy.variants(self.seed_target(seed))) for seed in seeds}
         hits: dict[int, list[tuple[int, _Played]]] = {}
         for seed in seeds:
@@ -641,7 +657,7 @@ class _Run:
                         script.append("<done/>")
                     return script
 
-                played = self.play(plan, seed)
+                played = self.play(plan, seed, turns)
                 error = played.episode.error
                 if error is not None and error.get("stage") == "env" and error.get("type") != "InfrastructureError":
                     # bad input must never crash an env: a contract failure, reported once per strategy

@@ -105,3 +105,33 @@ def test_a_cut_that_would_break_brackets_is_no_wrong_answer():
     # '{"0": 1, "1": 2' would leave a \boxed{} open: a parser then reads the box before it
     assert wrong_values(['{"0": 1, "1": 2}'], "\\boxed{3}", ("\\boxed{", "}"))[0] == "3"
     assert wrong_values(["(P ∨ Q) → R"], None, None)[0] == "(P ∨ Q) →"
+
+
+def test_bracket_tags_and_two_word_labels_are_formats():
+    from gem.checks.probe import prompt_formats
+
+    assert prompt_formats("Give the number inside [ANS]...[/ANS].") == [("[ANS]", "[/ANS]")]
+    assert prompt_formats("What is 3 times 4?\nFinal answer: <number>")[0] == ("Final answer: ", "")
+    assert prompt_formats("Reply with Answer: <n>") == [("Answer: ", "")]  # one word: as before
+    assert prompt_formats("See [note] below.") == []  # a bracket with no closing pair is no format
+
+
+class LaterFormat(Env):
+    """The prompt names two formats; the env parses only the second (clean)."""
+
+    def reset(self, seed: Optional[int] = None, **kwargs: Any):
+        super().reset(seed)
+        self._total = random.Random(seed).randint(100, 999)
+        return f"Work in <scratch>...</scratch> if you like. Count to {self._total}; reply <final>N</final>.", {}
+
+    def step(self, action: str):
+        import re
+
+        m = re.search(r"<final>(\d+)</final>", action)
+        return "done", 1.0 if m and int(m.group(1)) == self._total else 0.0, True, False, {}
+
+
+def test_a_kept_value_is_played_in_the_prompts_later_formats_when_the_first_is_not_paid():
+    report = validate(LaterFormat())
+    assert report.ok and report.complete, report.summary()
+    assert report.gold_source == "a value the env keeps, env._total, paid when played"
