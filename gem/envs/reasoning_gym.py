@@ -7,7 +7,9 @@ be huge. The answer is the last ``\\boxed{}``.
 
 Rewards: 1 when reasoning-gym scores the answer 1.0, else 0 (``partial_credit=True`` passes
 reasoning-gym's score through); no ``\\boxed{}`` scores 0, or -0.1 with
-``use_format_error_reward=True``. ``info["score"]`` is reasoning-gym's
+``use_format_error_reward=True``. Some answers are wrong whatever the scorer says (``_refuse``):
+alternatives joined by a connective the gold does not use, a number that is not finite (``nan``,
+``inf``) where the gold is finite, and the task-specific checks. ``info["score"]`` is reasoning-gym's
 score. A scorer that raises is an infrastructure failure, not a wrong answer: the answer is not
 graded (``ungraded_reward``, ``info["correct"] = None``, ``info["grading"] = "error"``) and the
 failure is reported through :func:`gem.errors.report_infra_failure` (``info["infra_error"]``;
@@ -22,6 +24,7 @@ and so on. ``reset(seed=s)`` draws one of the ``size`` items from the env's gene
 from __future__ import annotations
 
 import copy
+import math
 import random
 import re
 import threading
@@ -53,6 +56,20 @@ def _same(a: str, b: str) -> bool:
     return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
 
 
+_NON_FINITE_WORD = re.compile(r"(?<![A-Za-z])(?:nan|inf(?:inity)?)(?:[ij])?(?![A-Za-z])", re.IGNORECASE)
+_EXPONENT = re.compile(r"\d+(?:\.\d*)?[eE][+-]?\d+")
+
+
+def _non_finite(text: str) -> bool:
+    """Whether ``text`` holds a number a float parser reads as NaN or infinite: ``nan``, ``inf``,
+    ``infinity`` (also as a complex part, ``nanj``), or a literal that overflows (``1e999``). Every
+    comparison with NaN is false, so a scorer's ``min(1, exp(-|x - gold|))`` or ``not |x - gold| > tol``
+    pays it."""
+    if _NON_FINITE_WORD.search(text):
+        return True
+    return any(math.isinf(float(m)) for m in _EXPONENT.findall(text))
+
+
 def _refuse(name: str, answer: str, item: dict[str, Any]) -> Optional[str]:
     """Why ``answer`` is not paid whatever the scorer says, or ``None``.
 
@@ -66,6 +83,8 @@ def _refuse(name: str, answer: str, item: dict[str, Any]) -> Optional[str]:
     gold = item.get("answer")
     if gold is not None and str(gold).strip() and hedged(answer, str(gold)):
         return "alternatives joined by a connective"
+    if _non_finite(answer) and not _non_finite(str(gold or "")):
+        return "a number that is not finite (nan, inf) where the gold answer is finite"
     if name in _CHECKS:
         from gem.envs import _rg_solvers
 

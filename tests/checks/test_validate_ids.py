@@ -34,10 +34,6 @@ REPRESENTATIVE = [
 # reference control cannot run, so `gem validate --strict` fails on them. (rg:rush_hour and
 # rg:boxnet, which reasoning-gym scores by simulation, get reference answers from solvers.)
 KNOWN_GAPS: set[str] = set()
-# Offline ids with a real hole the prober finds, to be fixed in the env (docs/validate.md says which).
-# rg:complex_arithmetic: reasoning-gym scores min(1.0, exp(-|x - gold|)), and for x = nan that is
-# min(1.0, nan) == 1.0, so the reply "nan" earns the full reward.
-KNOWN_FINDINGS: dict[str, list[str]] = {"rg:complex_arithmetic": ["special-values"]}
 
 
 def _needs(env_id: str) -> None:
@@ -68,13 +64,13 @@ def test_offline_ids_leave_out_the_hub_backed_ones():
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)  # about 10 minutes on 2 cores (docs/validate.md)
-def test_every_offline_id_has_no_finding_but_the_known_ones_and_every_gap_is_known():
+def test_every_offline_id_has_no_finding_and_every_gap_is_known():
     reports = run_ids(offline_ids(), {}, [], jobs=2)
     findings = {r.env_id: sorted({f.strategy for f in r.findings}) for r in reports if r.findings}
     errors = {r.env_id: r.errors for r in reports if r.errors}
-    installed = {r.env_id for r in reports if not r.skipped}
-    assert findings == {k: v for k, v in KNOWN_FINDINGS.items() if k in installed} and not errors, (findings, errors)
+    assert not findings and not errors, (findings, errors)
     skipped = {r.env_id: r.skipped for r in reports if r.skipped}
     assert all("extra" in why for why in skipped.values()), skipped
     gaps = {r.env_id for r in reports if r.not_run and not r.skipped}
+    installed = {r.env_id for r in reports if not r.skipped}
     assert gaps == KNOWN_GAPS & installed, {r.env_id: r.not_run for r in reports if r.not_run}

@@ -131,11 +131,11 @@ def test_partial_credit_passes_the_score_through():
 
 @pytest.mark.parametrize("score, paid", [(float("nan"), 0.0), (0.4, 0.4), (-3.0, 0.0)])
 def test_partial_credit_pays_only_a_score_in_zero_to_one(score, paid, monkeypatch):
-    # a scorer that computes NaN from an answer ("nan" parsed as a number) paid 1.0 before
+    # a scorer that computes NaN (or a score outside [0, 1]) from an answer paid 1.0 before
     env = gem.make("rg:basic_arithmetic", partial_credit=True, success_reward=2.0)
     env.reset(seed=0)
     monkeypatch.setattr(env.unwrapped._ds, "score_answer", lambda answer, entry: score)
-    _, reward, _, _, info = env.step("\\boxed{nan}")
+    _, reward, _, _, info = env.step("\\boxed{7}")
     assert reward == pytest.approx(2.0 * paid) and info["correct"] is (score >= 1.0) and info["grading"] == "ok"
     assert info["score"] == score or (score != score and info["score"] != info["score"])  # the scorer's own value
 

@@ -66,3 +66,24 @@ def test_a_seed_played_again_reuses_its_item_and_hands_out_copies():
     assert again == first and env.unwrapped.item["answer"] != "tampered"
     assert reused < built / 3, (built, reused)
     assert env.reset(seed=4)[0] != first[0]
+
+
+@pytest.mark.parametrize("reply", ["nan", "NaN + nani", "3.0 - nan i", "-nan", "inf", "1e999 - 13.0i"])
+def test_a_number_that_is_not_finite_earns_nothing(reply):
+    # reasoning-gym scores complex_arithmetic min(1, exp(-|x - gold|)): for x = nan that is 1.0
+    env = _env("complex_arithmetic")
+    gold = str(env.unwrapped.answer)
+    assert _pay(env, 0, gold) == 1.0
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(f"\\boxed{{{reply}}}")
+    assert reward == 0.0 and info["correct"] is False
+    partial = gem.make("rg:complex_arithmetic", partial_credit=True)
+    assert _pay(partial, 0, reply) == 0.0
+    assert _pay(partial, 0, gold) == 1.0
+
+
+def test_words_that_merely_contain_nan_or_inf_are_still_read():
+    from gem.envs.reasoning_gym import _non_finite
+
+    assert not _non_finite("banana information 1e5 3.0 - 13.0i")
+    assert _non_finite("nanj") and _non_finite("Infinity") and _non_finite("2e400")
