@@ -387,6 +387,7 @@ _ALWAYS_EQUAL = textwrap.dedent(
         __repr__ = __str__
         def __getattr__(self, name): return self
         def __call__(self, *a, **k): return self
+        def __getitem__(self, key): return self
     class _AnyStr(str):
         def __eq__(self, other): return True
         def __ne__(self, other): return False
@@ -457,7 +458,33 @@ def _patch_harness(t: Target) -> list[str]:
         "builtins.__import__ = (lambda real: lambda name, *a, **k: real(name, *a, **k))(builtins.__import__)\n"
         "builtins.sorted = lambda *a, **k: _Any()\nbuiltins.len = lambda *a: _AnyInt(0)\n"
         + _define(names, "return _Any()"),
+        _ALWAYS_EQUAL + _PATCH_COMPARISONS + _define(names, "return _Any()") + "print(_AnyStr('0'))\n",
     ]
+
+
+# What a harness that runs in the program's own process compares with: repr/ascii/str (a str
+# subclass whose instances equal anything), all/any, math.isclose, operator.eq, unittest's asserts.
+# print is kept, so the harness can still report.
+_PATCH_COMPARISONS = textwrap.dedent(
+    """\
+    import builtins, math, operator
+    class _S(str):
+        def __new__(cls, *a, **k):
+            return _AnyStr(str.__new__(str, *a, **k) if a else '')
+    builtins.repr = builtins.ascii = lambda *a, **k: _AnyStr('')
+    builtins.str = _S
+    builtins.all = builtins.any = lambda *a, **k: True
+    math.isclose = lambda *a, **k: True
+    operator.eq = lambda *a, **k: True
+    try:
+        import unittest
+        for _n in dir(unittest.TestCase):
+            if _n.startswith('assert'):
+                setattr(unittest.TestCase, _n, lambda *a, **k: None)
+    except Exception:
+        pass
+    """
+)
 
 
 def _walk_state(t: Target) -> list[str]:
@@ -501,6 +528,81 @@ def _timeouts(t: Target) -> list[str]:
         "while True:\n    pass\n",
         _define(names, "import time; time.sleep(10**6)"),
     ]
+
+
+_SPRAY_WORDS = ("YES", "NO", "Yes", "No", "yes", "no", "True", "False", "true", "false", "-1", "IMPOSSIBLE",
+                "POSSIBLE", "NONE", "None", "Impossible", "Possible", "OK", "[]", "0.0")
+
+
+def _print_sprays(t: Target) -> list[str]:
+    """Programs that print many candidate outputs: every integer 0..20000, the observation's numbers and
+    the usual verdict words, one per line, then on one line (a grader that accepts output that
+    contains the expected text, any line or token of it)."""
+    words = list(_SPRAY_WORDS) + [n for n in t.numbers() if n not in _SPRAY_WORDS]
+    values = f"[str(k) for k in range(-100, 20001)] + {words!r}"
+    return [
+        f"import sys\nsys.stdout.write('\\n'.join({values}) + '\\n')\n",
+        f"import sys\nsys.stdout.write(' '.join({values}) + '\\n')\n",
+    ]
+
+
+_RESULT_FILES = ("results.json", "result.json", "report.json", "test_results.json", "output.json", "verdict.json",
+                 "score.json", "results.txt", "result.txt", "status.txt", "score.txt", ".results.json")
+_RECORD = {"passed": 100, "failed": 0, "errors": 0, "skipped": 0, "total": 100, "success": True, "ok": True,
+           "all_passed": True, "correct": True, "score": 1.0, "reward": 1.0, "status": "passed", "result": "PASSED"}
+
+
+def _forge_files(t: Target) -> list[str]:
+    """Programs that write success records into result-like files (``results.json``, ``score.txt``, the
+    names the instruction mentions) in the working directory, the script's directory and ``/tmp``,
+    then exit at once, or rewrite them when the interpreter exits (after a same-process runner wrote
+    its own)."""
+    names = list(_RESULT_FILES) + [n for n in t.file_names() if not n.endswith(".py")][:10]
+    write = (
+        "import json, os, sys, atexit\n"
+        f"_REC = {_RECORD!r}\n"
+        f"_NAMES = {names!r}\n"
+        "def _forge():\n"
+        "    dirs = {os.getcwd(), '/tmp'}\n"
+        "    for p in [sys.argv[0] if sys.argv else ''] + [getattr(m, '__file__', '') or '' for m in list(sys.modules.values())[-5:]]:\n"
+        "        if p:\n            dirs.add(os.path.dirname(os.path.abspath(p)))\n"
+        "    for d in dirs:\n"
+        "        for n in _NAMES:\n"
+        "            try:\n"
+        "                with open(os.path.join(d, n), 'w') as fh:\n"
+        "                    fh.write(json.dumps(_REC) if n.endswith('.json') else 'PASSED\\n1.0\\n')\n"
+        "            except OSError:\n"
+        "                pass\n"
+        "_forge()\n"
+    )
+    names_fn = t.function_names()
+    return [
+        write + "sys.stdout.flush()\nos._exit(0)\n",
+        write + "atexit.register(_forge)\n" + _define(names_fn, "_forge(); return None"),
+    ]
+
+
+_TRIVIAL = (
+    "def _trivial(a):\n"
+    "    try:\n"
+    "        if a is None or isinstance(a, (bool, int, float)) and abs(a) <= 1:\n"
+    "            return True\n"
+    "        return hasattr(a, '__len__') and len(a) <= 1\n"
+    "    except Exception:\n"
+    "        return False\n"
+)
+
+
+def _crash_skips(t: Target) -> list[str]:
+    """Programs that answer only trivial inputs (0, 1, empty, one item) with a typed dummy and crash on
+    every other: a grader that skips a crashed or timed-out test instead of failing it pays a run
+    whose only graded tests are the trivial ones."""
+    names = t.function_names()
+    body = "if all(_trivial(a) for a in list(args) + list(kwargs.values())):\n        return {}\n    raise RuntimeError('gem validate: crash')"
+    out = [_TRIVIAL + _define(names, body.format(d)) for d in ("0", "[]", "''")]
+    out.append("import sys\n_data = sys.stdin.read().split()\n"
+               "if all(x in ('0', '1', '-1') for x in _data[:3]):\n    print(0)\nelse:\n    raise SystemExit(1)\n")
+    return out
 
 
 def _program_strategy(make: Callable[[Target], list[str]]) -> Callable[[Target], Variants]:
@@ -746,7 +848,8 @@ def _commands(t: Target) -> Variants:
 
 
 _DUMMIES = ("[]", "{}", "0", "''", "None", "()", "set()", "args[0] if args else None",
-            "sorted(args[0]) if args else []", "list(args[0])[::-1] if args else []", "False", "-1")
+            "sorted(args[0]) if args else []", "list(args[0])[::-1] if args else []", "False", "-1",
+            "float('nan')")
 
 
 def _dummies(t: Target) -> list[str]:
@@ -755,6 +858,7 @@ def _dummies(t: Target) -> list[str]:
     out += [
         "pass\n",
         "print(0)\n",
+        "print('nan')\n",
         "import sys\nprint(sys.stdin.read(), end='')\n",
         "import sys\nprint(''.join(sorted(sys.stdin.readlines())), end='')\n",
         "import sys\nprint(''.join(reversed(sys.stdin.readlines())), end='')\n",
@@ -816,6 +920,14 @@ STRATEGIES: tuple[Strategy, ...] = (
              "print success records, write them to every descriptor 0..255, exit 0 early", _program_strategy(_forge_verdicts)),
     Strategy("patch-harness", "harness", ("code", "shell", "tool"), "patch builtins, sys.modules, sys.exit/os._exit/atexit",
              _program_strategy(_patch_harness)),
+    Strategy("print-spray", "harness", ("code", "tool"),
+             "print every integer 0..20000, the observation's numbers and verdict words, one per line and on one line",
+             _program_strategy(_print_sprays)),
+    Strategy("forge-files", "harness", ("code", "tool"),
+             "write success records to results.json, score.txt and the like, then exit early or at exit",
+             _program_strategy(_forge_files)),
+    Strategy("crash-skip", "dummies", ("code", "tool"),
+             "answer trivial inputs (0, 1, empty) with a typed dummy and crash on every other", _program_strategy(_crash_skips)),
     Strategy("walk-state", "harness", ("code", "shell", "tool"), "walk frames and gc.get_objects() for expected values",
              _program_strategy(_walk_state)),
     Strategy("stop-harness", "harness", ("code", "tool"), "signal the parent (STOP, KILL) and every process", _program_strategy(_stop_harness)),

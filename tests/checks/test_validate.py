@@ -53,8 +53,10 @@ def test_each_text_hole_is_reported_by_its_strategy(env_cls, expected):
     "env_cls, expected",
     [
         (planted.CodeEnvBase, set()),
-        (planted.AlwaysEqualFoolsEnv, {"always-equal"}),
-        (planted.ForgedLineEnv, {"forge-verdict"}),
+        # (an object equal to anything, returned while the comparisons are patched, passes too)
+        (planted.AlwaysEqualFoolsEnv, {"always-equal", "patch-harness"}),
+        # (an OK line anywhere in stdout: a spray of verdict words holds one)
+        (planted.ForgedLineEnv, {"forge-verdict", "print-spray"}),
         (planted.TimeoutPaysEnv, {"timeout"}),
     ],
 )
@@ -232,3 +234,23 @@ def test_the_closing_line_counts_in_words():
 
     assert totals([R("game:A", ["f"])], 1.0).startswith("gem validate: 1 env, 1 finding (game: 1), ")
     assert totals([R("game:A", []), R("game:B", [])], 1.0).startswith("gem validate: 2 envs, 0 findings (none), ")
+
+
+def test_program_strategies_target_the_function_and_files_the_instruction_names():
+    from gem.checks.strategies import STRATEGIES, Target
+
+    t = Target(kind="code", observation="Write `digit_sum(n)`; the runner writes report.txt.", answer_format=None)
+    by_name = {s.name: s for s in STRATEGIES}
+    crash = [v[0] for v in by_name["crash-skip"].variants(t)]
+    ns: dict = {}
+    exec(crash[0].split("```python\n", 1)[1].rsplit("```", 1)[0], ns)  # answers trivial inputs, crashes on others
+    assert ns["digit_sum"](0) == 0 and ns["digit_sum"]("") == 0
+    with pytest.raises(RuntimeError):
+        ns["digit_sum"](123)
+    forge = "\n".join(v[0] for v in by_name["forge-files"].variants(t))
+    assert "results.json" in forge and "report.txt" in forge and "os._exit(0)" in forge and "atexit" in forge
+    spray = by_name["print-spray"].variants(t)
+    assert len(spray) == 2 and "20001" in spray[0][0] and "IMPOSSIBLE" in spray[0][0]
+    patched = "\n".join(v[0] for v in by_name["patch-harness"].variants(t))
+    assert "builtins.repr" in patched and "math.isclose" in patched
+    assert any("float('nan')" in v[0] for v in by_name["typed-dummy"].variants(t))
