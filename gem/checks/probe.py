@@ -48,10 +48,9 @@ def prompt_formats(text: str) -> list[tuple[str, str]]:
         if tag.lower() in _NOT_ANSWER_TAGS or f"</{tag}>" not in text:
             continue
         found.append((m.start(), (f"<{tag}>", f"</{tag}>")))
-    for m in _LABEL.finditer(text):
-        found.append((m.start(), (f"{m.group(1)}{m.group(2)} ", "")))
-    for m in _LONG_LABEL.finditer(text):
-        found.append((m.start(), (f"{m.group(1)}{m.group(2)} ", "")))
+    for label in (_LABEL, _LONG_LABEL):
+        for m in label.finditer(text):
+            found.append((m.start(), (f"{m.group(1)}{m.group(2)} ", "")))
     for m in _BRACKET_PAIR.finditer(text):
         if f"[/{m.group(1)}]" in text:
             found.append((m.start(), (f"[{m.group(1)}]", f"[/{m.group(1)}]")))
