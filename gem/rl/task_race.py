@@ -146,14 +146,14 @@ def race(args: argparse.Namespace, command: str) -> dict[str, Any]:
             steps.append(done)
         for k in steps:
             ref = out / (f"checkpoint-{k}" if (out / f"checkpoint-{k}").is_dir() else "final")
-            checkpoints.append({"step": k, "seconds": round(wall[k], 1), "cpu_seconds": round(cpu.get(k, 0.0), 1),
+            checkpoints.append({"step": k, "seconds": round(wall[k], 3), "cpu_seconds": round(cpu.get(k, 0.0), 3),
                                 "response_tokens": int(tokens[k]), **held_out(str(ref))})
             if ref.name != "final":
                 shutil.rmtree(ref, ignore_errors=True)
         reached = first_reaching(checkpoints, args.target)
         runs[name] = {"checkpoints": checkpoints, "groups_by_task": _groups_by_task(out / "tasks.csv"),
                       "reached": None if reached is None else {k: reached[k] for k in ("step", "seconds", "cpu_seconds")},
-                      "training_seconds": round(wall[-1], 1)}
+                      "training_seconds": round(wall[-1], 3)}
     model = args.model
     return {
         "command": command,
