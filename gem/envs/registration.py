@@ -349,9 +349,24 @@ def _check_seed(seed: Any) -> Optional[int]:
     return int(seed)
 
 
+def _own_containers(value: Any) -> Any:
+    """``value`` with its plain containers (dict, list, set, tuple) copied, recursively; any other
+    object (a dataset, a callable) is shared as it is. A spec's defaults hold nested configs (an
+    ``rg:`` preset's ``config``): each env gets its own, so one env mutating its kwargs cannot
+    change the spec or the envs made after it."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _own_containers(v) for k, v in value.items()}
+    if kind in (list, tuple):
+        return kind(_own_containers(v) for v in value)
+    if kind is set:
+        return set(value)
+    return value
+
+
 def _make_from_spec(env_spec: EnvSpec, kwargs: dict[str, Any], seed: Optional[int] = None) -> Env:
     seed = _check_seed(seed)
-    merged = {**env_spec.kwargs, **kwargs}
+    merged = {**_own_containers(env_spec.kwargs), **kwargs}
     factory = env_spec.load()
     # Reward levels are every env's kwargs: set on the instance after construction (and also passed
     # to a constructor that names them).

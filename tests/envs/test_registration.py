@@ -50,6 +50,40 @@ def test_register_make_and_spec():
         del registry["test:Count-v0"]
 
 
+class _ConfigEnv(CountEnv):
+    """An outside author's env that edits the config it is given, as plenty of code does."""
+
+    def __init__(self, config: dict, marker: object = None) -> None:
+        super().__init__()
+        config.setdefault("seen", []).append(len(config.get("seen", [])))
+        config["levels"]["hard"] = True
+        self.config, self.marker = config, marker
+
+
+def test_nested_default_kwargs_are_each_envs_own():
+    marker = object()  # not a container: shared as it is
+    spec = gem.register("test:Config-v0", _ConfigEnv, config={"levels": {"hard": False}}, marker=marker)
+    try:
+        first, second = gem.make("test:Config-v0"), gem.make("test:Config-v0")
+        assert spec.kwargs == {"config": {"levels": {"hard": False}}, "marker": marker}
+        assert first.config == second.config == {"levels": {"hard": True}, "seen": [0]}
+        assert first.config is not second.config and first.marker is second.marker is marker
+        first.spec.kwargs["config"]["levels"]["extra"] = 1  # an env's record of its kwargs is its own too
+        assert "extra" not in gem.make("test:Config-v0").config["levels"]
+    finally:
+        del registry["test:Config-v0"]
+
+
+def test_a_preset_config_survives_an_env_editing_it():
+    pytest.importorskip("reasoning_gym")
+    env = gem.make("rg:basic_arithmetic-easy")
+    before = repr(gem.spec("rg:basic_arithmetic-easy").kwargs)
+    env.spec.kwargs["config"]["max_terms"] = 99
+    env.config["max_terms"] = 99
+    assert repr(gem.spec("rg:basic_arithmetic-easy").kwargs) == before
+    assert gem.make("rg:basic_arithmetic-easy").config.get("max_terms") != 99
+
+
 def test_make_seed_kwarg_makes_first_reset_reproducible():
     a = gem.make("game:GuessTheNumber-v0-hard", seed=9)
     b = gem.make("game:GuessTheNumber-v0-hard", seed=9)
