@@ -8,7 +8,11 @@ answer once in its env. Per env it reports the mean first-turn reward, how many 
 positive reward, how many ended the episode solved, how many replies held a ``\\boxed`` answer, and
 the learnability of a group of ``--group-size`` episodes: the chance that the group's rewards are
 not all equal, ``1 - p^G - (1-p)^G`` with ``p`` the share of positive first turns (the weight
-:mod:`gem.rl.task_sampler`'s learnability sampler gives a task before dividing by its cost).
+:mod:`gem.rl.task_sampler`'s learnability sampler gives a task before dividing by its cost). It
+also reports the spread: the chance that ``G`` first turns drawn from the probe's own rewards are
+not all equal, ``1 - sum_r q_r^G`` over the distinct rewards ``r`` with shares ``q_r``. That counts
+every reward difference a group-normalised advantage sees, such as the format penalty (-0.1 against
+0), which the positive-turn learnability does not. The JSON keeps every first-turn reward.
 
 ``--out FILE`` writes the results as JSON; ``--doc FILE.md`` regenerates the table between the
 file's ``<!-- learnability:begin -->`` and ``<!-- learnability:end -->`` markers from that JSON
@@ -25,6 +29,7 @@ import json
 import shlex
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -49,6 +54,18 @@ def learnability(p: float, group_size: int) -> float:
     return 1.0 - p**group_size - (1.0 - p) ** group_size
 
 
+def spread(rewards: Sequence[float], group_size: int) -> float:
+    """The chance that ``group_size`` rewards drawn (with replacement) from ``rewards`` are not all
+    equal: ``1 - sum_r q_r^G`` over the distinct values ``r`` with shares ``q_r``."""
+    if not rewards:
+        raise ValueError("rewards must not be empty.")
+    if group_size < 1:
+        raise ValueError(f"group_size must be at least 1, got {group_size!r}.")
+    counts = Counter(float(r) for r in rewards)
+    n = len(rewards)
+    return max(0.0, 1.0 - sum((c / n) ** group_size for c in counts.values()))
+
+
 def first_turn_stats(rewards: Sequence[float], solved: Sequence[bool], boxed: Sequence[bool],
                      group_size: int) -> dict[str, Any]:
     """The per-env figures of one probe (see the module doc)."""
@@ -63,6 +80,8 @@ def first_turn_stats(rewards: Sequence[float], solved: Sequence[bool], boxed: Se
         "solved": sum(bool(s) for s in solved),
         "boxed": sum(bool(b) for b in boxed),
         "learnability": learnability(positive / n, group_size),
+        "spread": spread(rewards, group_size),
+        "rewards": [round(float(r), 6) for r in rewards],
     }
 
 
@@ -110,13 +129,14 @@ def render_markdown(data: dict[str, Any]) -> str:
     """The table docs/rl.md shows, from a probe's JSON."""
     g = data["group_size"]
     header = (f"| env | family | n | first-turn mean reward | positive first turns | solved in one turn "
-              f"| replies with `\\boxed` | learnability (G = {g}) |")
-    lines = [header, "|---|---|---|---|---|---|---|---|"]
+              f"| replies with `\\boxed` | learnability (G = {g}) | rewards differ (G = {g}) |")
+    lines = [header, "|---|---|---|---|---|---|---|---|---|"]
     for env_id, r in data["results"].items():
         family = env_id.split(":", 1)[0]
+        differ = f"{r['spread']:.2f}" if "spread" in r else "-"  # a probe JSON from before the column
         lines.append(
             f"| `{env_id}` | {family} | {r['n']} | {r['mean_reward']:+.3f} | {r['positive']} | {r['solved']} "
-            f"| {r['boxed']} | {r['learnability']:.2f} |"
+            f"| {r['boxed']} | {r['learnability']:.2f} | {differ} |"
         )
     return "\n".join(lines) + "\n"
 
