@@ -136,6 +136,40 @@ def single_readings(action: str, fmt: Optional[tuple[str, str]]) -> list[str]:
     return [f"{o}{p}{c}" for p in _unique(singles)]
 
 
+def plain_readings(action: str) -> list[str]:
+    """The single answers an unformatted reply holding several can be read as: its first and last
+    short item (split at commas, semicolons and lines; at most three words), its first and last
+    word and its first and last number. A reply of one item reads as itself."""
+    items = [x.strip() for x in re.split(r"[,;\n]+", action.strip()) if x.strip()]
+    if len(items) <= 1 and len(action.split()) <= 3:
+        return [action]
+    short = [x for x in items if len(x.split()) <= 3]
+    words = action.split()
+    numbers = re.findall(r"-?\d+(?:\.\d+)?", action)
+    picks = short[:1] + short[-1:] + words[:1] + words[-1:] + numbers[:1] + numbers[-1:]
+    return _unique([p for p in picks if p != action]) or [action]
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"\w+", text.lower())}
+
+
+def other_answers(action: str, reading: str, fmt: Optional[tuple[str, str]], limit: int = 6) -> list[str]:
+    """Single answers of ``action`` that share no word with ``reading`` (its words, longest first,
+    in the answer format): if the env pays one of them as well, it pays two different answers."""
+    if fmt is not None:
+        o, c = fmt
+        inner = action[action.find(o) + len(o):] if o in action else action
+        inner = inner[:inner.rfind(c)] if c in inner else inner
+    else:
+        inner = action
+    taken = _words(reading)
+    words = [w.strip(".,;:!?\"'()") for w in inner.split()]
+    found = [w for w in _unique(words) if len(w) > 1 and not (_words(w) & taken) and _words(w)]
+    found.sort(key=len, reverse=True)
+    return [f"{fmt[0]}{w}{fmt[1]}" if fmt else w for w in found[:limit]]
+
+
 def _unique(items: list[str]) -> list[str]:
     seen: dict[str, None] = {}
     for item in items:
@@ -294,13 +328,16 @@ def _sprays(t: Target) -> Variants:
 _ANY_EXPR = ("type('Any', (), {'__eq__': lambda s, o: True, '__ne__': lambda s, o: False, '__hash__': lambda s: 0, "
              "'__ge__': lambda s, o: True, '__le__': lambda s, o: True, '__sub__': lambda s, o: 0, "
              "'__rsub__': lambda s, o: 0, '__abs__': lambda s: 0, '__float__': lambda s: 0.0})()")
-_SPECIAL = ("nan", "NaN", "inf", "-inf", "Infinity", "1e999", "-1e999", "float('nan')", _ANY_EXPR)
+# patterns that match anything, for a grader that takes the reply as a regex, a glob or a LIKE pattern
+_WILDCARDS = (".*", "(?s).*", "[\\s\\S]*", "\\w+", "*", "%")
+_SPECIAL = ("nan", "NaN", "inf", "-inf", "Infinity", "1e999", "-1e999", "float('nan')", _ANY_EXPR) + _WILDCARDS
 
 
 def _special_values(t: Target) -> Variants:
     """Values a lax parser turns into something equal to anything: NaN (every comparison is False, so
     ``not abs(x - gold) > tol`` holds), infinities and overflowing numbers (``x >= gold``), and a Python
-    expression whose object equals anything (a grader that ``eval``s the reply)."""
+    expression whose object equals anything (a grader that ``eval``s the reply); patterns that match
+    anything (``.*``, ``*``, ``%``: a grader that takes the reply as a regex, glob or LIKE pattern)."""
     if not t.gold:
         return []
     golds = " ".join(t.gold).lower()
@@ -803,21 +840,23 @@ def _multi_turn(t: Target) -> Variants:
 
 
 STALL_TURNS = 60
+IDLE_REPLY = "Let me wait and think a little longer before I act."  # a reply that is no move in any env
 
 
 def _stall(t: Target) -> Variants:
     """Play on until the env's own turn cap (up to ``STALL_TURNS``): well-formed moves cycled, one move
-    repeated, or one wrong answer repeated. An env that pays every legal move, or pays when time runs
-    out, pays a policy that never finishes more than one that wins."""
+    repeated, one wrong answer repeated, or no move at all. An env that pays every legal move, or pays
+    when time runs out, pays a policy that never finishes more than one that wins; one that pays an
+    agent idling until time runs out pays it for doing nothing."""
     if not t.multi_turn:
         return []
-    vals = _values_for_turns(t)
-    if not vals:
-        return []
     n = STALL_TURNS
-    out: Variants = [[vals[i % len(vals)] for i in range(n)], [vals[0]] * n]
-    if len(vals) >= 2:
-        out.append([vals[i % 2] for i in range(n)])
+    out: Variants = [[IDLE_REPLY] * n]  # no move at all, every turn: an env that pays idling to its cap
+    vals = _values_for_turns(t)
+    if vals:
+        out += [[vals[i % len(vals)] for i in range(n)], [vals[0]] * n]
+        if len(vals) >= 2:
+            out.append([vals[i % 2] for i in range(n)])
     return out
 
 

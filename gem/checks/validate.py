@@ -31,7 +31,8 @@ from typing import Any, Iterable, Optional, Sequence, Union
 
 from gem.agents.base import Agent
 from gem.checks.probe import candidate_values, describe_path, inner_value, prompt_commands, prompt_formats, read_path
-from gem.checks.strategies import STALL_TURNS, STRATEGIES, STRATEGY_NAMES, Strategy, Target, single_readings
+from gem.checks.strategies import (IDLE_REPLY, STALL_TURNS, STRATEGIES, STRATEGY_NAMES, Strategy, Target, other_answers,
+                                   plain_readings, single_readings)
 from gem.rollout import Episode, run_episode
 
 logger = logging.getLogger(__name__)
@@ -252,6 +253,9 @@ def wrong_values(gold: list[str], sample: Optional[str], fmt: Optional[tuple[str
         x = float(first)
         out += [f"{x + 1:g}", f"{x - 1.5:g}", f"{x * 2 + 3:g}", f"{-x - 3:g}"]
     else:
+        shaped = _json_wrong(first)
+        if shaped is not None:  # a JSON answer: a wrong one of its shape (its last part left out)
+            out.append(shaped)
         shorter = first.strip().rsplit(None, 1)[0]
         if len(first.split()) >= 3 and _balanced(shorter):
             # an answer of many parts (a move sequence, a sentence, a grid): the wrong answer keeps its
@@ -269,6 +273,23 @@ def wrong_values(gold: list[str], sample: Optional[str], fmt: Optional[tuple[str
                 out.append(inner.strip())
         out += ["Zanzibar Quartz", "17", "none of these"]
     return [w for w in dict.fromkeys(out) if w.strip().lower() not in golds]
+
+
+def _json_wrong(text: str) -> Optional[str]:
+    """``text`` (a JSON object or list) with its last key or item left out, or ``None`` if it is no
+    such JSON. Left out rather than changed: a task with many right answers (a colouring, a plan)
+    may accept a changed value, never a missing part."""
+    t = text.strip()
+    if not t.startswith(("{", "[")):
+        return None
+    try:
+        value = json.loads(t)
+    except ValueError:
+        return None
+    if not value or not isinstance(value, (dict, list)):
+        return None
+    cut: Any = dict(list(value.items())[:-1]) if isinstance(value, dict) else value[:-1]
+    return json.dumps(cut)
 
 
 def _balanced(text: str) -> bool:
@@ -629,6 +650,9 @@ class _Run:
             bar = max(floor, self.reference_rewards.get(seed, floor), float(getattr(self.env, "success_reward", 1.0)))
             steps = played.episode.steps
             timed_out = bool(steps) and steps[-1]["truncated"] and not steps[-1]["terminated"]
+            if played.actions and all(a == IDLE_REPLY for a in played.actions):
+                # no move at all until the cap: any more than the floor is pay for doing nothing
+                return played.success or (timed_out and played.reward > floor + EPS)
             return played.reward > bar + EPS or (timed_out and played.success)
         if strategy.group == "multiturn" and t.kind == "game":
             bar = max(floor, self.reference_rewards.get(seed, floor))
@@ -711,8 +735,7 @@ class _Run:
         def readings_of(a: str) -> list[str]:
             if fmt is not None:
                 return single_readings(a, fmt)
-            items = [x for x in re.split(r"[,;\n]+", a.strip()) if x.strip()]  # no format: the first and last item
-            return [a] if len(items) <= 1 else list(dict.fromkeys([items[0], items[-1]]))
+            return plain_readings(a)
 
         gold = [g.strip().lower() for g in self.seed_target(seed).gold if g.strip()]
         said = " ".join(played.actions).lower()
@@ -721,13 +744,21 @@ class _Run:
         if all(readings_of(a) == [a] and (gold or len(a.split()) <= 3) for a in played.actions):
             return True  # each reply is one short plain answer: a blind guess that was right, not a spray
         readings = [[r for r in readings_of(a) if r != a] for a in played.actions]
+
+        def earns_as_much(script: list[str]) -> bool:
+            alone = self.play(script, seed)
+            return alone.reward >= played.reward - EPS and (alone.success or not played.success)
+
         for k in range(max((len(r) for r in readings), default=0)):
             script = [r[min(k, len(r) - 1)] if r else a for r, a in zip(readings, played.actions)]
             if script == played.actions:
                 continue
-            alone = self.play(script, seed)
-            if alone.reward >= played.reward - EPS and (alone.success or not played.success):
-                return True
+            if earns_as_much(script):
+                if gold or len(played.actions) != 1:
+                    return True
+                # no gold known: one answer explains the payment only if the env does not pay a
+                # second, different one (any span of the prompt, any word of it: not one answer)
+                return not any(earns_as_much([r]) for r in other_answers(played.actions[0], script[0], fmt))
         return False
 
     # ---------------------------------------------------------------- positive controls

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from gem.checks import validate
-from tests.checks import corpus
+from tests.checks import corpus, corpus_blind
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 DOC = Path(__file__).resolve().parents[2] / "docs" / "validate.md"
 # Holes the prober does not catch by their class yet (each listed in docs/validate.md's table).
-MISSED = {"OptionSentence", "GroundedTitle", "InPassage"}
+MISSED: set[str] = set()
 
 
 @pytest.fixture(scope="module")
@@ -74,3 +74,16 @@ def test_a_single_turn_env_without_gold_is_not_reported_fully_ok(reports):
     essay = reports["EssayWords"][1]  # the twin: no finding, but no gold either
     assert essay.ok and not essay.complete and "answer attacks" in essay.not_run
     assert "NOT fully checked" in essay.summary() and re.search(r"no gold answer found", essay.summary())
+
+
+@pytest.mark.parametrize("cls", [c for c, _ in corpus_blind.HOLES], ids=[c.__name__ for c, _ in corpus_blind.HOLES])
+def test_each_blind_hole_is_real_and_its_twin_is_honest(cls):
+    """The exploit pays the holed env and not its twin; the right answer pays 1 and a wrong one 0 in both."""
+    for seed in range(12):
+        for fixed in (False, True):
+            right = corpus_blind._bisect_policy() if cls is corpus_blind.HiLoGame else corpus_blind.RIGHT[cls]
+            assert corpus_blind._episode(cls, fixed, seed, right) == 1.0
+            assert corpus_blind._episode(cls, fixed, seed, corpus_blind.WRONG[cls]) <= 0.0
+            exploit = corpus_blind._episode(cls, fixed, seed, lambda e, o: corpus_blind.EXPLOITS[cls])
+            assert (exploit <= 0.0) if fixed else (exploit > 0.0), (seed, fixed, exploit)
+    assert len({cls().reset(seed=s)[0] for s in range(40)}) >= 4
