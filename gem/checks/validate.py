@@ -754,10 +754,10 @@ class _Run:
             if script == played.actions:
                 continue
             if earns_as_much(script):
-                if gold or len(played.actions) != 1:
+                if gold or len(played.actions) != 1 or self.seed_target(seed).multi_turn:
                     return True
-                # no gold known: one answer explains the payment only if the env does not pay a
-                # second, different one (any span of the prompt, any word of it: not one answer)
+                # a one-reply task with no gold known: one answer explains the payment only if the env
+                # does not pay a second, different one (any span of the prompt, any word: not one answer)
                 return not any(earns_as_much([r]) for r in other_answers(played.actions[0], script[0], fmt))
         return False
 
