@@ -30,6 +30,9 @@ _LONG_LABEL = re.compile(r"(?<![\w])([A-Z][a-z]+ [a-z]+)\s*([:=])\s*<[^</>\n][^<
 _BRACKET_PAIR = re.compile(r"\[([A-Za-z][\w-]{0,30})\]")  # [ANS]...[/ANS]
 _JSON_KEY = re.compile(r"\{\s*\"([A-Za-z_]\w{0,30})\"\s*:")
 _HASHES = re.compile(r"####\s*<?[^\n]{0,20}")
+_DOUBLED = re.compile(r"(<<|\{\{|\(\()[^<>{}()\n]{1,40}(>>|\}\}|\)\))")  # <<0.25>>, {{X}}, ((X))
+_TEMPLATE = re.compile(r"`([^`<>\n]{0,40})<[a-z][\w -]{0,20}>([^`<>\n]{0,40})`")  # `| answer | <number> |`
+_SLASH_COMMAND = re.compile(r"(?<![\w/.:<])/[A-Za-z][\w-]{1,20}(?![\w/.])")  # /undo, /hint
 _NOT_ANSWER_TAGS = {"think", "reasoning", "br", "p", "b", "i", "python", "bash", "search"}
 _KEYWORD = re.compile(r"(?<![\w#])([A-Z]{2,}|#)\s*<[^</>\n][^<>\n]{0,29}>")
 _COMMAND_WORDS = re.compile(
@@ -64,6 +67,12 @@ def prompt_formats(text: str) -> list[tuple[str, str]]:
     m = _HASHES.search(text)
     if m:
         found.append((m.start(), ("#### ", "")))
+    for m in _TEMPLATE.finditer(text):  # a backticked template with one placeholder
+        if m.group(1).strip() or m.group(2).strip():
+            found.append((m.start(), (m.group(1), m.group(2))))
+    for m in _DOUBLED.finditer(text):
+        if {"<<": ">>", "{{": "}}", "((": "))"}[m.group(1)] == m.group(2):
+            found.append((m.start(), (m.group(1), m.group(2))))
     out: list[tuple[str, str]] = []
     for _, fmt in sorted(found, key=lambda x: x[0]):
         if fmt not in out:
@@ -73,7 +82,7 @@ def prompt_formats(text: str) -> list[tuple[str, str]]:
 
 def prompt_commands(text: str, formats: list[tuple[str, str]]) -> list[str]:
     """The commands ``text`` offers: self-closing tags, tags that are no answer format (filled with
-    nothing), and the quoted words it tells the agent to type."""
+    nothing), the quoted words it tells the agent to type, and slash commands (``/undo``)."""
     out: list[str] = []
     for m in _SELF_CLOSING.finditer(text):
         out.append(m.group(0).replace(" ", ""))
@@ -87,6 +96,7 @@ def prompt_commands(text: str, formats: list[tuple[str, str]]) -> list[str]:
         for word in re.findall(r"[\"'`]([^\"'`\n]{1,30})[\"'`]", m.group(1)):
             if not re.search(r"<[^>]*>|\\boxed", word) and word.strip():
                 out.append(word.strip())
+    out += _SLASH_COMMAND.findall(text)
     return list(dict.fromkeys(out))[:12]
 
 
@@ -111,7 +121,8 @@ def candidate_values(env: Any, observation: str = "") -> list[tuple[tuple, str]]
 
     The path (see :func:`read_path`) reads the same place again after another reset. Strings come
     first (an answer is more often a string than a count), then small mappings as JSON (a colouring,
-    an assignment), then numbers, then short spans of the prompt (an extractive task's answer).
+    an assignment), then numbers, then short spans of the prompt (an extractive task's answer), then
+    lists joined by commas.
     """
     found: list[tuple[tuple, str]] = []
     for path, value in _walk(env, (), 0, set()):
@@ -124,10 +135,12 @@ def candidate_values(env: Any, observation: str = "") -> list[tuple[tuple, str]]
     found = [f for f in found if f not in spans or 4 * len(f[1]) <= len(observation)]
     spans = [f for f in spans if f in found]
     mappings = [f for f in found if f[0] and f[0][-1][0] == "json" and f not in spans]
-    numbers = [f for f in found if re.fullmatch(r"-?\d+(\.\d+)?", f[1])]
-    strings = [f for f in found if f not in spans and f not in mappings and f not in numbers]
-    # every path, not every text: two may hold the same text on this seed only
-    return (strings + mappings + numbers + spans)[:_MAX_CANDIDATES]
+    joined = [f for f in found if f[0] and f[0][-1][0] == "joined" and f not in spans]
+    numbers = [f for f in found if re.fullmatch(r"-?\d+(\.\d+)?", f[1]) and f not in joined]
+    strings = [f for f in found if f not in spans and f not in mappings and f not in numbers and f not in joined]
+    # every path, not every text: two may hold the same text on this seed only; a joined list comes
+    # last (its items come first: a list whose first item is the answer is no list answer)
+    return (strings + mappings + numbers + spans + joined)[:_MAX_CANDIDATES]
 
 
 def _walk(obj: Any, path: tuple, depth: int, seen: set[int]) -> Iterator[tuple[tuple, Any]]:
@@ -195,6 +208,16 @@ def _json_mapping(value: Any) -> Optional[str]:
     return text if len(text) <= _MAX_CHARS else None
 
 
+def _joined(value: Any) -> Optional[str]:
+    """A short list or tuple of numbers or words joined by commas (``2, 3, 5``: a list answer), else ``None``."""
+    if not isinstance(value, (list, tuple)) or not 2 <= len(value) <= 50:
+        return None
+    if not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) and str(v).strip() for v in value):
+        return None
+    text = ", ".join(str(v).strip() for v in value)
+    return text if len(text) <= _MAX_CHARS else None
+
+
 def _yield(value: Any, path: tuple, depth: int, seen: set[int]) -> Iterator[tuple[tuple, Any]]:
     if _scalar(value) is not None:
         yield path, value
@@ -202,6 +225,9 @@ def _yield(value: Any, path: tuple, depth: int, seen: set[int]) -> Iterator[tupl
     mapping = _json_mapping(value)
     if mapping is not None:
         yield path + (("json", None),), mapping
+    joined = _joined(value)
+    if joined is not None:
+        yield path + (("joined", None),), joined
     if not isinstance(value, (str, bytes, bool, int, float)) and value is not None:
         yield from _walk(value, path, depth + 1, seen)
 
@@ -222,6 +248,8 @@ def read_path(obj: Any, path: tuple) -> Optional[str]:
                 obj = obj.keywords[key]
             elif how == "json":
                 obj = _json_mapping(obj)
+            elif how == "joined":
+                obj = _joined(obj)
             elif how == "unwrapped":
                 obj = obj.unwrapped
             elif how == "cell":
@@ -237,7 +265,7 @@ def describe_path(path: tuple) -> str:
     for how, key in path:
         out += {"attr": f".{key}", "key": f"[{key!r}]", "item": f"[{key}]", "partial": f" (partial arg {key})",
                 "partial_kw": f" (partial {key}=)", "cell": f" (closure cell {key})",
-                "unwrapped": ".unwrapped", "json": " (as JSON)"}[how]
+                "unwrapped": ".unwrapped", "json": " (as JSON)", "joined": " (joined by commas)"}[how]
     return out
 
 

@@ -348,7 +348,7 @@ def _special_values(t: Target) -> Variants:
 
 def _near_gold(t: Target) -> Variants:
     """Wrong answers cut from the gold: its first and last character, its first and last half, the gold
-    without its sign (a grader that accepts a prefix, a suffix or a substring of the gold, or compares
+    without its sign, a decimal's integer part (a grader that accepts a prefix, a suffix or a substring of the gold, or compares
     absolute values). Only one-word golds of two characters or more that are no option
     the task offers (a word answer's first letter can stand for it)."""
     if not t.gold:
@@ -361,7 +361,11 @@ def _near_gold(t: Target) -> Variants:
         out.append(gold[1:])
     body = gold.lstrip("-")
     if re.fullmatch(r"-?\d*\.\d+", gold):
-        pass  # a decimal: a cut one may be within an honest tolerance; only the sign is dropped
+        # a decimal: a cut one may be within an honest tolerance; only the sign is dropped, and the
+        # integer part where it is off by more than a tenth (int() truncation: 0.47 -> 0)
+        x = float(gold)
+        if abs(int(x) - x) > abs(x) / 10:
+            out.append(str(int(x)))
     elif len(body) >= 2:
         half = max(1, len(body) // 2)
         out += [body[:1], body[-1:], body[:half], body[-half:]]
@@ -857,6 +861,9 @@ def _stall(t: Target) -> Variants:
         out += [[vals[i % len(vals)] for i in range(n)], [vals[0]] * n]
         if len(vals) >= 2:
             out.append([vals[i % 2] for i in range(n)])
+    elif t.commands:  # a game with no random move: its commands in turn, and each one every turn
+        out.append([t.commands[i % len(t.commands)] for i in range(n)])
+        out += [[c] * n for c in t.commands[:4]]
     return out
 
 

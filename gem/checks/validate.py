@@ -24,7 +24,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import shlex
+import shutil
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Optional, Sequence, Union
@@ -251,7 +255,10 @@ def wrong_values(gold: list[str], sample: Optional[str], fmt: Optional[tuple[str
         out += [str(n + 1), str(n - 1), str(n + 7), str(-n - 3)]
     elif re.fullmatch(r"-?\d*\.\d+", first.strip()):
         x = float(first)
-        out += [f"{x + 1:g}", f"{x - 1.5:g}", f"{x * 2 + 3:g}", f"{-x - 3:g}"]
+        if x == int(x):  # a whole number written as a decimal (165.0): off by one, as an integer is
+            out += [f"{x + 1:g}", f"{x - 1.5:g}", f"{x * 2 + 3:g}", f"{-x - 3:g}"]
+        else:  # off by at least a tenth: a grader with a relative tolerance (1%, 5%) must not take it
+            out += [f"{x + max(1.0, abs(x) / 10):g}", f"{x - max(1.5, abs(x) / 8):g}", f"{x * 2 + 3:g}", f"{-x - 3:g}"]
     else:
         shaped = _json_wrong(first)
         if shaped is not None:  # a JSON answer: a wrong one of its shape (its last part left out)
@@ -347,6 +354,11 @@ def _preview(actions: Sequence[str]) -> list[str]:
 
 
 _ANSWER_ATTACKS = ("hedge", "repeated-tags", "wrong-answer", "gold-leak")
+# attacks that signal the grader's processes: not sent where the agent's programs reach the validator
+_SIGNAL_ATTACKS = ("stop-harness", "stop-harness-shell")
+_REACHED = ("a program the agent writes can signal the validator's own process (pid {pid}): the env runs it "
+            "outside any sandbox, where it can stop or kill the grader and every process of this user "
+            "(the attack's SIGSTOP, SIGKILL and kill -1 were not sent)")
 _NO_GOLD = "no gold answer found (no declared answer, reference solution, solver that answers at once, or value the env keeps that is paid)"
 
 
@@ -448,6 +460,7 @@ class _Run:
 
     def _scan_formats(self, values: list[tuple[tuple, str]], fmts: list[Optional[tuple[str, str]]],
                       paid: dict[str, bool]) -> bool:
+        constant: Optional[tuple[tuple, Optional[tuple[str, str]]]] = None
         for path, value in values:
             for fmt in fmts:
                 reply = value if fmt is None else f"{fmt[0]}{value}{fmt[1]}"
@@ -461,14 +474,25 @@ class _Run:
                     again = other if fmt is None else f"{fmt[0]}{other}{fmt[1]}"
                     if not self.play([again], 1, max_turns=1, watch=False).success:
                         continue
-                self.gold_source, self._gold_path = "kept", path
-                if fmt is not None and fmt in self.formats:
-                    self.formats.remove(fmt)
-                    self.formats.insert(0, fmt)
-                elif fmt is None:
-                    self._bare = True
+                if other == value:
+                    # the same on both seeds (a counter, a constant a lax grader pays): the answer
+                    # only if no value that changes with the task is paid too
+                    constant = constant or (path, fmt)
+                    continue
+                self._take_gold(path, fmt)
                 return True
+        if constant is not None:
+            self._take_gold(*constant)
+            return True
         return False
+
+    def _take_gold(self, path: tuple, fmt: Optional[tuple[str, str]]) -> None:
+        self.gold_source, self._gold_path = "kept", path
+        if fmt is not None and fmt in self.formats:
+            self.formats.remove(fmt)
+            self.formats.insert(0, fmt)
+        elif fmt is None:
+            self._bare = True
 
     def current_gold(self, observation: str) -> list[str]:
         """The gold answer of the episode that just showed ``observation`` (from where it was found)."""
@@ -591,6 +615,11 @@ class _Run:
             if strategy.thorough_only and self.mode is not MODES["thorough"]:
                 continue
             report.strategies.append(strategy.name)
+            if strategy.name in _SIGNAL_ATTACKS:
+                reached = self.reaches_validator(seeds[0])
+                if reached is not None:  # its signals would stop or kill this process (and kill -1, the user's)
+                    self.find(strategy.name, "exploit", reached, _REACHED.format(pid=os.getpid()), seed=seeds[0])
+                    continue
             try:
                 self.attack(strategy, seeds, floors)
             except Exception as exc:  # noqa: BLE001 -- a crashing env is reported, the run goes on
@@ -602,6 +631,31 @@ class _Run:
         self.gaps(first)
         report.seconds = time.perf_counter() - start
         return report
+
+    def reaches_validator(self, seed: int) -> Optional[_Played]:
+        """Play a program that checks whether it can signal this process (``kill(pid, 0)``) and, if
+        so, writes a marker file: the episode when the marker appeared (the env runs the agent's
+        programs where they reach the grader's process), else ``None``."""
+        folder = tempfile.mkdtemp(prefix="gem-validate-reach-")
+        marker = os.path.join(folder, "reached")
+        pid = os.getpid()
+        program = (f"import os\ntry:\n    os.kill({pid}, 0)\n    open({marker!r}, 'w').write('reached')\n"
+                   "except Exception:\n    pass\n")
+        shell = f"kill -0 {pid} 2>/dev/null && echo reached > {shlex.quote(marker)}"
+
+        def plan(obs: str, info: Any) -> list[str]:
+            t = self.target(obs, info)
+            if t.kind == "shell":
+                return [f"<bash>{shell}</bash>", "<done/>"]
+            if t.kind != "code":  # a Python tool on a text task: run it, then answer wrongly
+                return [t.program(program), t.box((t.wrong or ["0"])[0])]
+            return [t.program(program)]
+
+        try:
+            played = self.play(plan, seed)
+            return played if os.path.exists(marker) else None
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
 
     def gaps(self, first: Target) -> None:
         """The classes of attack that could not run, and why (``--strict`` fails on them)."""
@@ -643,7 +697,10 @@ class _Run:
 
     def _paid(self, played: _Played, floor: float, seed: int, strategy: Strategy, t: Target) -> bool:
         """Whether ``played`` breaks the contract (success, or more than the floor; state-blind
-        behaviours in games: more than the floor and the reference's reward)."""
+        behaviours in games: more than the floor and the reference's reward). A floor below 0 counts
+        as 0: where doing nothing or a wrong answer is penalised (a format penalty, one per turn), a
+        reply that avoids the penalty (a valid move, quitting, an unpaid answer) is not paid."""
+        floor = max(floor, 0.0)
         if strategy.group == "stall":
             # playing on past where a win would end: paid when it out-earns a win (the reference's
             # reward, the success level) or when the env's own time-out reaches the success level
@@ -693,6 +750,8 @@ class _Run:
                 t = self.seed_target(seed)
                 if not self._paid(played, floor, seed, strategy, t):
                     continue
+                if strategy.group == "multiturn" and len(played.episode.steps) == 1:
+                    continue  # paid for its first reply alone: one answer (another right one), not a behaviour over turns
                 if strategy.blind and self.explained(played, seed):
                     continue
                 if strategy.mirrored and not self.mirror_paid(played, floor, seed):
@@ -725,7 +784,7 @@ class _Run:
         if swapped == played.actions:
             return True
         again = self.play(swapped, seed)
-        return again.success or again.reward > floor + EPS
+        return again.success or again.reward > max(floor, 0.0) + EPS
 
     def explained(self, played: _Played, seed: int) -> bool:
         """Whether one single answer of the replies (first or last tag, first or last item) earns

@@ -18,6 +18,7 @@ from typing import Any, Optional
 from gem import Env
 from gem.agents import Agent
 from tests.checks import corpus_blind as _blind
+from tests.checks import corpus_blind2 as _blind2
 
 NUMBER = re.compile(r"-?\d+")
 
@@ -1233,6 +1234,8 @@ CORPUS: list[tuple[type, str]] = [
 ]
 # ten more, written by an author who had not seen the prober (tests/checks/corpus_blind.py)
 CORPUS += [(cls, _blind.KLASS[cls.__name__]) for cls, _ in _blind.HOLES]
+# seven more, a second set written the same way (tests/checks/corpus_blind2.py)
+CORPUS += [(cls, _blind2.KLASS[cls.__name__]) for cls, _ in _blind2.HOLES]
 
 
 def options(cls: type) -> dict[str, Any]:

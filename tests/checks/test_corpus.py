@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from gem.checks import validate
-from tests.checks import corpus, corpus_blind
+from tests.checks import corpus, corpus_blind, corpus_blind2
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 DOC = Path(__file__).resolve().parents[2] / "docs" / "validate.md"
 # Holes the prober does not catch by their class yet (each listed in docs/validate.md's table).
-MISSED: set[str] = set()
+MISSED = {"HelpDeskChat"}
 
 
 @pytest.fixture(scope="module")
@@ -87,3 +87,9 @@ def test_each_blind_hole_is_real_and_its_twin_is_honest(cls):
             exploit = corpus_blind._episode(cls, fixed, seed, lambda e, o: corpus_blind.EXPLOITS[cls])
             assert (exploit <= 0.0) if fixed else (exploit > 0.0), (seed, fixed, exploit)
     assert len({cls().reset(seed=s)[0] for s in range(40)}) >= 4
+
+
+@pytest.mark.parametrize("cls", [c for c, _ in corpus_blind2.HOLES], ids=[c.__name__ for c, _ in corpus_blind2.HOLES])
+def test_each_hole_of_the_second_blind_set_is_real(cls):
+    """Right play wins and wrong play earns at most 0 in both versions; the exploit pays the hole, not the twin."""
+    assert corpus_blind2._check(cls, list(range(12))) == 12

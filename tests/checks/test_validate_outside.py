@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import ClassVar
 
 import pytest
 
+import gem
 from gem.checks import validate
 from tests.checks import planted
 from tests.conftest import needs_extra
@@ -187,3 +189,43 @@ def test_a_solver_that_never_wins_leaves_the_answer_attacks_open():
     # it earns what random play earns (0): no reference finding for a game, but no answer either
     assert report.kind == "game" and "reference" in report.checked
     assert "answer attacks" in report.not_run and not report.complete
+
+
+class HostRunner(gem.Env):
+    """An outside author's code env that runs the agent's program with a plain ``subprocess.run`` on
+    the host (or in GEM's sandbox), and pays when it prints the right sum."""
+
+    def __init__(self, sandboxed: bool = False) -> None:
+        super().__init__()
+        self.sandboxed = sandboxed
+
+    def reset(self, seed=None, **kwargs):
+        super().reset(seed)
+        self._a, self._b = self.rng.randint(1, 99), self.rng.randint(1, 99)
+        return (f"Write a Python program that prints {self._a} + {self._b}. "
+                "Reply with the code in a ```python block."), {}
+
+    def _step(self, action):
+        m = re.search(r"```python\n(.*?)```", action, re.S)
+        if not m:
+            return self._result("no code", 0.0, True)
+        if self.sandboxed:
+            from gem.sandbox import default_sandbox
+
+            out = default_sandbox().run(m.group(1), timeout=10.0).stdout
+        else:
+            out = subprocess.run([sys.executable, "-c", m.group(1)], capture_output=True, text=True, timeout=10).stdout
+        return self._result("graded", 1.0 if out.strip() == str(self._a + self._b) else 0.0, True)
+
+
+def test_programs_that_can_signal_the_validator_are_reported_and_no_signal_is_sent():
+    report = validate(HostRunner(), strategies=["stop-harness"], seeds=[0])
+    [finding] = report.findings
+    assert finding.strategy == "stop-harness" and f"pid {os.getpid()}" in finding.reason
+    assert "were not sent" in finding.reason  # this process is still running: no SIGSTOP, SIGKILL or kill -1
+
+
+def test_a_sandboxed_runner_is_attacked_as_before():
+    pytest.importorskip("gem.sandbox")
+    report = validate(HostRunner(sandboxed=True), strategies=["stop-harness"], seeds=[0])
+    assert report.ok and not report.errors, report.summary()
