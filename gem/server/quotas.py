@@ -76,13 +76,28 @@ class ShellQuota:
         self.total = total
         self._held: collections.Counter[str] = collections.Counter()
         self._lock = threading.Lock()
+        # releases of sessions dropped without close(), queued by their finalizers: a finalizer runs
+        # when the garbage collector does, which can be inside take() on the thread that holds the
+        # lock, so it must not take the lock itself (it would wait for itself forever)
+        self._dropped: collections.deque[Callable[[], None]] = collections.deque()
+
+    def _release_dropped(self) -> None:
+        while True:
+            try:
+                release = self._dropped.popleft()
+            except IndexError:
+                return
+            release()
 
     def held(self, client: Optional[str] = None) -> int:
         """Shells held by ``client`` (by every client if ``None``)."""
-        return sum(self._held.values()) if client is None else self._held[client]
+        self._release_dropped()
+        with self._lock:
+            return sum(self._held.values()) if client is None else self._held[client]
 
     def take(self, client: str) -> Callable[[], None]:
         """Take one of ``client``'s shells; returns its release (safe to call more than once)."""
+        self._release_dropped()
         with self._lock:
             if self._held[client] >= self.per_client:
                 raise ClientQuotaExceeded(
@@ -130,7 +145,8 @@ class ShellQuota:
                     release()
 
             opened.close = close_and_release
-            weakref.finalize(opened, release)  # an env dropped without close() frees its share too
+            # an env dropped without close() frees its share too (queued: see ShellQuota._dropped)
+            weakref.finalize(opened, self._dropped.append, release)
             return opened
 
         sandbox.session = session

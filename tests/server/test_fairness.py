@@ -320,3 +320,42 @@ def test_real_code_env_programs_that_sleep_do_not_time_out_another_clients_step(
         # over their time limit (504) waiting on alpha's own pool
         for reply in (f.result(timeout=120) for f in pending):
             assert reply.status_code in (500, 504) or reply.json()["reward"] == 0.0, reply.text
+
+
+def test_a_session_collected_while_the_quota_is_locked_does_not_deadlock():
+    """A dropped session's finalizer can run whenever the garbage collector does, also inside take()
+    on the thread that holds the quota's lock: it must not wait for that lock."""
+    import gc
+    import threading
+
+    class Session:
+        def close(self) -> None:
+            pass
+
+    class Sandbox:
+        def session(self) -> Session:
+            return Session()
+
+    quota, sandbox = ShellQuota(per_client=1), Sandbox()
+    undo = quota.guard(sandbox)
+    try:
+        with acting_for("a"):
+            opened = sandbox.session()
+        assert quota.held("a") == 1
+        done = threading.Event()
+
+        def collect_under_the_lock() -> None:
+            nonlocal opened
+            with quota._lock:  # as take() holds it when the collector runs
+                del opened
+                gc.collect()
+            done.set()
+
+        worker = threading.Thread(target=collect_under_the_lock, daemon=True)
+        worker.start()
+        assert done.wait(10), "the finalizer waited for the quota's lock"
+        assert quota.held("a") == 0  # the dropped session's share came back
+        with acting_for("a"):
+            sandbox.session().close()
+    finally:
+        undo()
